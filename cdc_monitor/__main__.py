@@ -1,0 +1,3 @@
+from cdc_monitor.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""The ``cdc-monitor`` command line."""

@@ -1,0 +1,121 @@
+"""``cdc-monitor``: a thin click layer over the pipeline. Exit codes: design.md section 5."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from cdc_monitor import __version__
+from cdc_monitor.errors import EXIT_CANNOT_RUN, EXIT_FINDINGS, EXIT_OK, CdcMonitorError, UsageError
+
+
+class _Group(click.Group):
+    """Turns our errors into one line on stderr and exit code 2."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except CdcMonitorError as err:
+            click.echo(f"cdc-monitor: error: {err}", err=True)
+            sys.exit(err.exit_code)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cdc-monitor")
+def cli() -> None:
+    """Lag, transaction completeness, schema conformity and ordering checks for Debezium CDC topics."""
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--config", "config_file", type=click.Path(), help="TOML config file (flags override it).")
+@click.option("--transaction-topic", help="Transaction topic name (default: any '<prefix>.transaction').")
+@click.option("--lag-threshold", help="Lag above which a lag_spike is reported (default 60s).")
+@click.option("--output", "output_mode", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--report-file", type=click.Path(), help="Write the report here instead of stdout.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "never"]), default=None,
+              help="Exit 1 when findings at or above this severity exist (default error).")
+@click.option("--max-findings", type=click.IntRange(1), default=None, help="Findings listed in the report.")
+@click.option("--spark-master", help="Spark master URL (default local[*]).")
+@click.option("--quiet", is_flag=True, help="No progress on stderr.")
+def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str | None,
+         lag_threshold: str | None, output_mode: str, report_file: str | None, fail_on: str | None,
+         max_findings: int | None, spark_master: str | None, quiet: bool) -> None:
+    """Scan one bounded window of CDC records (kcat -J capture files or folders) and report."""
+    import re
+
+    from cdc_monitor.cli.output import Output
+    from cdc_monitor.config import load_config, parse_duration_ms
+    from cdc_monitor.sources.capture import expand_paths
+
+    out = Output(output_mode, report_file, quiet)
+    cfg = load_config(config_file)
+    cfg = cfg.with_overrides(
+        fail_on=fail_on,
+        max_findings=max_findings,
+        spark_master=spark_master,
+        lag_threshold_ms=parse_duration_ms(lag_threshold, "--lag-threshold") if lag_threshold else None,
+        transaction_topic_regex="^" + re.escape(transaction_topic) + "$" if transaction_topic else None,
+    )
+    if not paths:
+        raise UsageError("nothing to scan: pass capture files/folders (kcat -J output)")
+    expand_paths(paths)  # fail fast, before Spark starts
+    started = time.time()
+    out.log("cdc-monitor: starting Spark ...")
+    from cdc_monitor.pipeline import run_scan
+    from cdc_monitor.sources.capture import read_capture
+    from cdc_monitor.spark import get_spark
+
+    spark = get_spark(cfg.spark_master, cfg.spark_conf)
+    out.log(f"cdc-monitor: scanning {len(paths)} path(s) ...")
+    result = run_scan(read_capture(spark, paths), cfg)
+    out.report(result)
+    failing = result.worst_count(cfg.fail_on)
+    out.log(f"cdc-monitor: done in {time.time() - started:.1f}s; {failing} finding(s) at or above "
+            f"--fail-on {cfg.fail_on}")
+    sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
+
+
+@cli.command()
+@click.option("--flavour", type=click.Choice(["mysql", "dtle", "postgresql", "sqlserver", "oracle", "yugabyte"]),
+              default="mysql", show_default=True)
+@click.option("--events", type=click.IntRange(1), default=1000, show_default=True, help="Data change events.")
+@click.option("--seed", type=int, default=7, show_default=True)
+@click.option("--faults", is_flag=True, help="Inject every applicable rule's fault and write a labels file.")
+@click.option("--schemas/--no-schemas", default=True, show_default=True, help="JSON converter schemas on/off.")
+@click.option("--tombstones/--no-tombstones", default=True, show_default=True)
+@click.option("--partitions", type=click.IntRange(1), default=3, show_default=True)
+@click.option("--output", "output_path", type=click.Path(), required=True,
+              help="Capture file to write (kcat -J lines; .gz for gzip).")
+@click.option("--labels", "labels_path", type=click.Path(), help="Labels file (default: next to the capture).")
+def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, tombstones: bool,
+             partitions: int, output_path: str, labels_path: str | None) -> None:
+    """Write synthetic Debezium traffic (optionally with labelled faults) as a kcat -J capture."""
+    from cdc_monitor.generator import generate as gen
+    from cdc_monitor.generator.capture import default_labels_path, write_capture
+
+    if faults and events < 500:
+        raise UsageError("--faults needs --events 500 or more to place every fault apart")
+    traffic = gen(flavour, events=events, seed=seed, schemas=schemas, tombstones=tombstones,
+                  partitions=partitions, faults=faults)
+    labels = (labels_path or default_labels_path(output_path)) if faults else None
+    written = write_capture(traffic, output_path, labels)
+    msg = f"wrote {written['records']} records to {written['capture']}"
+    if labels:
+        msg += f" and {written['faults']} fault labels to {written['labels']}"
+    click.echo(msg, err=True)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=True)
+    except KeyboardInterrupt:
+        click.echo("cdc-monitor: interrupted", err=True)
+        sys.exit(EXIT_CANNOT_RUN)
+
+
+if __name__ == "__main__":
+    main()
+

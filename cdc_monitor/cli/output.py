@@ -1,0 +1,42 @@
+"""Where results and messages go: reports to stdout (or a file), everything else to stderr."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cdc_monitor.errors import UsageError
+
+if TYPE_CHECKING:
+    from cdc_monitor.pipeline import ScanResult
+
+
+class Output:
+    def __init__(self, mode: str = "text", report_file: str | None = None, quiet: bool = False):
+        if mode not in ("text", "json"):
+            raise UsageError(f"--output {mode!r} is not supported: use text or json")
+        self.mode = mode
+        self.report_file = report_file
+        self.quiet = quiet
+
+    def log(self, message: str) -> None:
+        if not self.quiet:
+            print(message, file=sys.stderr, flush=True)
+
+    def report(self, result: ScanResult) -> None:
+        from cdc_monitor.sinks.report import render_json, render_text
+
+        if self.report_file:
+            path = Path(self.report_file)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("w", encoding="utf-8") as fh:
+                if self.mode == "json":
+                    fh.write(render_json(result))
+                else:
+                    render_text(result, fh)
+            self.log(f"report written to {path}")
+        elif self.mode == "json":
+            sys.stdout.write(render_json(result))
+        else:
+            render_text(result, sys.stdout)

@@ -1,0 +1,91 @@
+"""Scan settings, layered: defaults < config file (TOML) < environment (CDC_MONITOR_*) < flags."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from cdc_monitor.errors import UsageError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, None: 1000}
+
+
+def parse_duration_ms(text: str | int | float, what: str = "duration") -> int:
+    """'15m' -> 900000; a bare number is seconds."""
+    if isinstance(text, int | float):
+        return int(text * 1000)
+    m = _DURATION.match(str(text))
+    if not m:
+        raise UsageError(f"{what} {text!r} is not a duration: use a number with ms, s, m, h or d (e.g. 15m)")
+    return int(float(m.group(1)) * _UNITS_MS[m.group(2)])
+
+
+@dataclass(frozen=True)
+class ScanConfig:
+    transaction_topic_regex: str = r".*\.transaction$"
+    heartbeat_topic_prefix: str = "__debezium-heartbeat"
+    lag_threshold_ms: int = 60_000
+    table_lag_threshold_ms: dict[str, int] = field(default_factory=dict)
+    fail_on: str = "error"
+    max_findings: int = 10_000
+    spark_master: str | None = None
+    spark_conf: dict[str, str] = field(default_factory=dict)
+
+    def with_overrides(self, **values: Any) -> ScanConfig:
+        known = {f.name for f in fields(self)}
+        clean = {k: v for k, v in values.items() if v is not None and k in known}
+        cfg = replace(self, **clean)
+        if cfg.fail_on not in ("error", "warning", "never"):
+            raise UsageError(f"--fail-on {cfg.fail_on!r} is not one of error, warning, never")
+        return cfg
+
+
+def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    scan = data.get("scan", data)
+    for key, value in scan.items():
+        name = key.replace("-", "_")
+        if name in ("lag_threshold", "lag_threshold_ms"):
+            out["lag_threshold_ms"] = parse_duration_ms(value, f"{origin}: lag_threshold")
+        elif name == "transaction_topic":
+            out["transaction_topic_regex"] = "^" + re.escape(str(value)) + "$"
+        elif name in {f.name for f in fields(ScanConfig)}:
+            out[name] = value
+        elif name not in ("tables", "spark"):
+            raise UsageError(f"{origin}: unknown setting {key!r}; see README 'Configuration'")
+    tables = data.get("tables", {})
+    thresholds = {t: parse_duration_ms(v.get("lag_threshold"), f"{origin}: tables.{t}.lag_threshold")
+                  for t, v in tables.items() if isinstance(v, dict) and "lag_threshold" in v}
+    if thresholds:
+        out["table_lag_threshold_ms"] = thresholds
+    if isinstance(data.get("spark"), dict):
+        out["spark_conf"] = {str(k): str(v) for k, v in data["spark"].items()}
+    return out
+
+
+def load_config(path: str | None, env: dict[str, str] | None = None) -> ScanConfig:
+    cfg = ScanConfig()
+    if path:
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text())
+        except FileNotFoundError:
+            raise UsageError(f"config file {path} does not exist: check --config") from None
+        except tomllib.TOMLDecodeError as err:
+            raise UsageError(f"config file {path} is not valid TOML ({err}): fix the file") from None
+        cfg = cfg.with_overrides(**_from_mapping(data, str(path)))
+    env = os.environ if env is None else env
+    env_map = {k[len("CDC_MONITOR_"):].lower(): v for k, v in env.items() if k.startswith("CDC_MONITOR_")}
+    picked = {}
+    if "lag_threshold" in env_map:
+        picked["lag_threshold_ms"] = parse_duration_ms(env_map["lag_threshold"], "CDC_MONITOR_LAG_THRESHOLD")
+    if "fail_on" in env_map:
+        picked["fail_on"] = env_map["fail_on"]
+    if "transaction_topic" in env_map:
+        picked["transaction_topic_regex"] = "^" + re.escape(env_map["transaction_topic"]) + "$"
+    return cfg.with_overrides(**picked)

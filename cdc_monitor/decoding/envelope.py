@@ -1,0 +1,77 @@
+"""The partial JSON schema every value and key is parsed with.
+
+Scalars are parsed as strings (Spark keeps a number's text, an object's raw JSON), so a value
+that is valid JSON never fails for a type surprise (seed 002 sends ``"ts_ms": "1620393591654"``
+and ``"event_serial_no": "1"``); typed casts happen afterwards with ``try_cast``. Row images
+(``before``/``after``) and embedded schemas stay raw JSON text for the schema checks.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+S = T.StringType()
+
+SOURCE_FIELDS = [
+    # common
+    "version", "connector", "name", "ts_ms", "ts_sec", "ts_us", "ts_ns", "snapshot", "db", "schema",
+    "table", "sequence", "txId",
+    # mysql / dtle
+    "server_id", "gtid", "file", "pos", "row", "thread", "query",
+    # postgresql / yugabyte
+    "lsn", "xmin",
+    # sql server
+    "change_lsn", "commit_lsn", "event_serial_no",
+    # oracle
+    "scn", "commit_scn", "rs_id", "ssn", "redo_thread", "user_name", "lcr_position",
+    # mongodb
+    "rs", "collection", "ord", "h", "tord",
+    # dtle schema-change messages: {"source": {"server": ...}}
+    "server",
+]
+
+SOURCE_SCHEMA = T.StructType([T.StructField(name, S) for name in SOURCE_FIELDS])
+
+TRANSACTION_BLOCK = T.StructType(
+    [T.StructField("id", S), T.StructField("total_order", S), T.StructField("data_collection_order", S)]
+)
+
+DATA_COLLECTIONS = T.ArrayType(
+    T.StructType([T.StructField("data_collection", S), T.StructField("event_count", S)])
+)
+
+# Fields that may sit in ``payload`` (enveloped) or at the top level (schemas disabled).
+PAYLOAD_FIELDS = [
+    T.StructField("before", S),
+    T.StructField("after", S),
+    T.StructField("patch", S),
+    T.StructField("op", S),
+    T.StructField("ts_ms", S),
+    T.StructField("source", SOURCE_SCHEMA),
+    T.StructField("transaction", TRANSACTION_BLOCK),
+    # transaction topic
+    T.StructField("status", S),
+    T.StructField("id", S),
+    T.StructField("event_count", S),
+    T.StructField("data_collections", DATA_COLLECTIONS),
+    # schema-change topic
+    T.StructField("databaseName", S),
+    T.StructField("schemaName", S),
+    T.StructField("ddl", S),
+    T.StructField("tableChanges", S),
+]
+
+CORRUPT = "_corrupt"
+
+VALUE_SCHEMA = T.StructType(
+    [
+        T.StructField("schema", S),
+        T.StructField("payload", T.StructType(PAYLOAD_FIELDS)),
+        *PAYLOAD_FIELDS,
+        T.StructField(CORRUPT, S),
+    ]
+)
+
+KEY_SCHEMA = T.StructType([T.StructField("schema", S), T.StructField("payload", S), T.StructField(CORRUPT, S)])
+
+JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}

@@ -1,0 +1,203 @@
+"""Kafka-source records -> the normalised events frame every check reads.
+
+One ``from_json`` per value and per key; everything else is column expressions. Columns:
+
+| column | meaning |
+| --- | --- |
+| topic, partition, offset, record_ts_ms, timestamp_type | where the record sits (record time in ms) |
+| key, value_text | the record key and value as text (key is the finding's ``key``) |
+| kind | data, tombstone, transaction, schema_change, heartbeat |
+| decode_error | null, or the decode rule this record breaks (invalid_json, invalid_envelope) |
+| decode_detail | which part failed (value/key) |
+| flavour, server, db, schema_name, table_name, table | who produced it; ``table`` is the qualified data collection |
+| op, ts_ms, source_ts_ms, source_ts_raw, snapshot | change metadata (source_ts_ms from ts_ms, else ts_sec*1000) |
+| txn_id, txn_total_order, txn_collection_order | the data event's ``transaction`` block |
+| position | comparable connector position (``array<bigint>``) |
+| source, before, after | parsed source struct; raw row images |
+| value_schema, key_schema, key_payload | raw embedded schemas and the key's payload text |
+| status, marker_id, marker_event_count, marker_collections | transaction-topic BEGIN/END fields |
+| pk_change | the record carries ``__debezium.oldkey``/``newkey`` headers |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from cdc_monitor.decoding.envelope import CORRUPT, JSON_OPTIONS, KEY_SCHEMA, PAYLOAD_FIELDS, VALUE_SCHEMA
+from cdc_monitor.decoding.positions import position_expr
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+EVENT_KINDS = ("data", "tombstone", "transaction", "schema_change", "heartbeat")
+SNAPSHOT_VALUES = ("true", "last", "first", "incremental", "first_in_data_collection", "last_in_data_collection")
+TS_MIN_MS = 946_684_800_000  # 2000-01-01
+TS_MAX_MS = 4_102_444_800_000  # 2100-01-01
+_CONNECTORS = {
+    "mysql": "mysql",
+    "postgresql": "postgresql",
+    "sqlserver": "sqlserver",
+    "oracle": "oracle",
+    "mongodb": "mongodb",
+    "yugabytedb": "yugabyte",
+    "yugabyte": "yugabyte",
+    "bmdbdb": "yugabyte",
+}
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    transaction_topic_regex: str = r".*\.transaction$"
+    heartbeat_topic_prefix: str = "__debezium-heartbeat"
+
+
+def _flavour(src: Column, value_schema: Column) -> Column:
+    connector = F.lower(src["connector"])
+    by_name = F.lower(F.regexp_extract(value_schema, r"io\.debezium\.connector\.(\w+)\.Source", 1))
+    named = F.coalesce(*[F.when(connector == k, F.lit(v)) for k, v in _CONNECTORS.items()])
+    from_schema = F.coalesce(*[F.when(by_name == k, F.lit(v)) for k, v in _CONNECTORS.items()])
+    return (
+        F.when(named.isNotNull(), named)
+        .when(connector.isNull() & src["ts_sec"].isNotNull() & src["ts_ms"].isNull(), F.lit("dtle"))
+        .when(from_schema.isNotNull(), from_schema)
+        .when(src["scn"].isNotNull(), F.lit("oracle"))
+        .when(src["commit_lsn"].isNotNull(), F.lit("sqlserver"))
+        .when(src["file"].isNotNull() & src["pos"].isNotNull(), F.lit("mysql"))
+        .when(src["lsn"].contains(":"), F.lit("yugabyte"))
+        .when(src["lsn"].isNotNull(), F.lit("postgresql"))
+        .when(src["ord"].isNotNull(), F.lit("mongodb"))
+    )
+
+
+def _table(flavour: Column, src: Column, value_schema: Column, topic: Column) -> Column:
+    """Qualified data collection, spelled as Debezium spells it in transaction END markers."""
+    db, sch, tbl = src["db"], src["schema"], F.coalesce(src["table"], src["collection"])
+    by_source = (
+        F.when(flavour.isin("postgresql", "yugabyte"), F.concat_ws(".", sch, tbl))
+        .when(flavour.isin("mysql", "dtle", "mongodb"), F.concat_ws(".", db, tbl))
+        .otherwise(F.concat_ws(".", db, sch, tbl))
+    )
+    # "<server>.<rest>.Envelope" / topic "<server>.<rest>" when the source names no table
+    envelope_name = F.regexp_extract(value_schema, r'"name"\s*:\s*"[^".]+\.([^"]+)\.Envelope"', 1)
+    by_topic = F.regexp_extract(topic, r"^[^.]+\.(.+)$", 1)
+    return F.when(tbl.isNotNull(), by_source).otherwise(
+        F.coalesce(F.nullif(envelope_name, F.lit("")), F.nullif(by_topic, F.lit("")), topic)
+    )
+
+
+def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> DataFrame:
+    opts = options or DecodeOptions()
+    value_text = F.col("value").cast("string")
+    key_text = F.col("key").cast("string")
+    base = records.select(
+        "topic",
+        "partition",
+        "offset",
+        (F.unix_millis("timestamp")).alias("record_ts_ms"),
+        F.col("timestampType").alias("timestamp_type"),
+        key_text.alias("key"),
+        value_text.alias("value_text"),
+        "headers",
+        F.from_json(value_text, VALUE_SCHEMA, JSON_OPTIONS).alias("v"),
+        F.from_json(key_text, KEY_SCHEMA, JSON_OPTIONS).alias("k"),
+    )
+    v, k = F.col("v"), F.col("k")
+    enveloped = v["payload"].isNotNull()
+    fields = {f.name: F.when(enveloped, v["payload"][f.name]).otherwise(v[f.name]) for f in PAYLOAD_FIELDS}
+    value_schema = F.when(enveloped, v["schema"])
+    has_value = F.col("value_text").isNotNull()
+    value_bad_json = has_value & (
+        v.isNull() | (v[CORRUPT].isNotNull() & F.from_json("value_text", "map<string,string>").isNull())
+    )
+    value_bad_shape = has_value & v.isNotNull() & v[CORRUPT].isNotNull() & ~value_bad_json
+    key_bad_json = F.col("key").isNotNull() & (k.isNull() | k[CORRUPT].isNotNull())
+    decode_error = (
+        F.when(value_bad_json, F.lit("invalid_json"))
+        .when(value_bad_shape, F.lit("invalid_envelope"))
+        .when(key_bad_json, F.lit("invalid_json"))
+    )
+    decode_detail = (
+        F.when(value_bad_json | value_bad_shape, F.lit("value")).when(key_bad_json, F.lit("key"))
+    )
+    is_marker = fields["status"].isin("BEGIN", "END") & fields["op"].isNull()
+    kind = (
+        F.when(~has_value, F.lit("tombstone"))
+        .when(F.col("topic").rlike(opts.transaction_topic_regex), F.lit("transaction"))
+        .when(F.col("topic").startswith(opts.heartbeat_topic_prefix), F.lit("heartbeat"))
+        .when(is_marker, F.lit("transaction"))
+        .when(
+            fields["op"].isNull()
+            & (
+                fields["databaseName"].isNotNull()
+                | fields["ddl"].isNotNull()
+                | fields["tableChanges"].isNotNull()
+            ),
+            F.lit("schema_change"),
+        )
+        .otherwise(F.lit("data"))
+    )
+    src = fields["source"]
+    stage = base.select(
+        "topic", "partition", "offset", "record_ts_ms", "timestamp_type", "key", "value_text", "headers",
+        kind.alias("kind"),
+        decode_error.alias("decode_error"),
+        decode_detail.alias("decode_detail"),
+        value_schema.alias("value_schema"),
+        F.when(k["payload"].isNotNull(), k["schema"]).alias("key_schema"),
+        F.when(k["payload"].isNotNull(), k["payload"]).otherwise(F.when(k[CORRUPT].isNull(), F.col("key")))
+        .alias("key_payload"),
+        *[fields[name].alias(name) for name in ("before", "after", "op", "source", "transaction", "status",
+                                                "data_collections")],
+        fields["ts_ms"].alias("ts_ms_raw"),
+        fields["id"].alias("marker_id"),
+        fields["event_count"].alias("marker_event_count_raw"),
+    )
+    src = F.col("source")
+    flavour = _flavour(src, F.col("value_schema"))
+    source_ts = F.coalesce(src["ts_ms"].try_cast("bigint"), src["ts_sec"].try_cast("bigint") * 1000)
+    source_ts_raw = F.coalesce(src["ts_ms"], src["ts_sec"])
+    snapshot = F.lower(F.coalesce(src["snapshot"], F.lit("false"))).isin(*SNAPSHOT_VALUES)
+    pk_change = F.coalesce(
+        F.exists("headers", lambda h: h["key"].isin("__debezium.oldkey", "__debezium.newkey")), F.lit(False)
+    )
+    events = stage.withColumn("flavour", flavour).select(
+        "topic", "partition", "offset", "record_ts_ms", "timestamp_type", "key", "value_text",
+        "kind", "decode_error", "decode_detail", "flavour",
+        F.coalesce(src["name"], src["server"], F.regexp_extract("topic", r"^([^.]+)", 1)).alias("server"),
+        src["db"].alias("db"),
+        src["schema"].alias("schema_name"),
+        F.coalesce(src["table"], src["collection"]).alias("table_name"),
+        F.when(F.col("kind") == "data", _table(F.col("flavour"), src, F.col("value_schema"), F.col("topic")))
+        .alias("table"),
+        "op",
+        F.col("ts_ms_raw").try_cast("bigint").alias("ts_ms"),
+        source_ts.alias("source_ts_ms"),
+        source_ts_raw.alias("source_ts_raw"),
+        snapshot.alias("snapshot"),
+        F.col("transaction")["id"].alias("txn_id"),
+        F.col("transaction")["total_order"].try_cast("bigint").alias("txn_total_order"),
+        F.col("transaction")["data_collection_order"].try_cast("bigint").alias("txn_collection_order"),
+        position_expr(F.col("flavour"), src).alias("position"),
+        "source", "before", "after", "value_schema", "key_schema", "key_payload",
+        F.when(F.col("kind") == "transaction", F.col("status")).alias("status"),
+        F.when(F.col("kind") == "transaction", F.col("marker_id")).alias("marker_id"),
+        F.col("marker_event_count_raw").try_cast("bigint").alias("marker_event_count"),
+        F.transform(
+            "data_collections",
+            lambda c: F.struct(
+                c["data_collection"].alias("data_collection"),
+                c["event_count"].try_cast("bigint").alias("event_count"),
+            ),
+        ).alias("marker_collections"),
+        pk_change.alias("pk_change"),
+    )
+    return events
+
+
+def valid_source_ts(col: Column) -> Column:
+    """design.md 3: an integer between 2000-01-01 and 2100-01-01 (ms)."""
+    return col.isNotNull() & (col >= TS_MIN_MS) & (col < TS_MAX_MS)

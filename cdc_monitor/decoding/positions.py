@@ -1,0 +1,64 @@
+"""Connector-specific source positions as comparable ``array<bigint>`` columns.
+
+Arrays compare element by element, so "did the position go backwards" is one ``<`` in Spark.
+
+| flavour | position |
+| --- | --- |
+| mysql, dtle | [binlog file index, pos, row] (rotation to a higher file index is a forward move) |
+| postgresql | [lsn] |
+| sqlserver | [commit_lsn (3 hex parts), change_lsn (3 hex parts), event_serial_no] |
+| oracle | [commit_scn (or scn), scn] |
+| yugabyte | the parts of ``lsn`` such as ``1:4::0:0`` (empty part = 0) |
+| mongodb | [ts_ms, ord] |
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+FLAVOURS = ("mysql", "dtle", "postgresql", "sqlserver", "oracle", "yugabyte", "mongodb")
+
+
+def _long(col: Column) -> Column:
+    return col.try_cast("bigint")
+
+
+def _all_or_null(parts: list[Column]) -> Column:
+    """The array of parts, or null when any part is missing (a position must be whole)."""
+    arr = F.array(*parts)
+    return F.when(F.forall(arr, lambda x: x.isNotNull()), arr)
+
+
+def _hex_parts(lsn: Column) -> list[Column]:
+    # SQL Server LSN "00000027:00000758:0005" -> three numbers.
+    return [_long(F.conv(F.split_part(lsn, F.lit(":"), F.lit(i)), 16, 10)) for i in (1, 2, 3)]
+
+
+def position_expr(flavour: Column, src: Column) -> Column:
+    """``src`` is the parsed ``source`` struct (all strings)."""
+    binlog = _all_or_null(
+        [_long(F.regexp_extract(src["file"], r"(\d+)$", 1)), _long(src["pos"]), _long(F.coalesce(src["row"], F.lit("0")))]
+    )
+    sqlserver = F.when(
+        src["commit_lsn"].isNotNull() & src["change_lsn"].isNotNull(),
+        _all_or_null(
+            [*_hex_parts(src["commit_lsn"]), *_hex_parts(src["change_lsn"]), _long(F.coalesce(src["event_serial_no"], F.lit("0")))]
+        ),
+    ).otherwise(
+        # snapshot events carry only commit_lsn
+        F.when(src["commit_lsn"].isNotNull(), _all_or_null([*_hex_parts(src["commit_lsn"]), F.lit(0), F.lit(0), F.lit(0), F.lit(0)]))
+    )
+    oracle = _all_or_null([_long(F.coalesce(src["commit_scn"], src["scn"])), _long(src["scn"])])
+    yb_parts = F.transform(
+        F.split(src["lsn"], ":"), lambda p: F.when(p == "", F.lit(0).cast("bigint")).otherwise(_long(p))
+    )
+    yugabyte = F.when(F.forall(yb_parts, lambda x: x.isNotNull()), yb_parts)
+    return (
+        F.when(flavour.isin("mysql", "dtle"), binlog)
+        .when(flavour == "postgresql", _all_or_null([_long(src["lsn"])]))
+        .when(flavour == "sqlserver", sqlserver)
+        .when(flavour == "oracle", oracle)
+        .when(flavour == "yugabyte", yugabyte)
+        .when(flavour == "mongodb", _all_or_null([_long(src["ts_ms"]), _long(F.coalesce(src["ord"], F.lit("0")))]))
+    )

@@ -1,0 +1,63 @@
+"""Write generated traffic as kcat ``-J`` captures and its fault labels as JSON lines."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from cdc_monitor.generator.faults import RULE_CHECKS
+from cdc_monitor.generator.traffic import Traffic, serialize
+
+
+def kcat_lines(traffic: Traffic) -> Iterator[str]:
+    for rec in traffic.records:
+        key, value = serialize(rec, traffic.schemas)
+        headers = None
+        if rec.headers:
+            headers = [x for pair in rec.headers for x in pair]
+        yield json.dumps({
+            "topic": rec.topic, "partition": rec.partition, "offset": rec.offset, "tstype": "create",
+            "ts": rec.ts, "broker": 0, "headers": headers, "key": key, "payload": value,
+        }, ensure_ascii=False)
+
+
+def label_dicts(traffic: Traffic) -> list[dict[str, Any]]:
+    out = []
+    for lab in traffic.labels:
+        key, _ = serialize(lab.rec, traffic.schemas)
+        out.append({"check": RULE_CHECKS[lab.rule], "rule": lab.rule, "topic": lab.rec.topic,
+                    "partition": lab.rec.partition, "offset": lab.rec.offset, "key": key, "txn_id": lab.txn_id})
+    return sorted(out, key=lambda d: (d["check"], d["rule"], d["topic"], d["partition"], d["offset"]))
+
+
+def _open(path: Path) -> IO[str]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".gz":
+        return gzip.open(path, "wt", encoding="utf-8")
+    return path.open("w", encoding="utf-8")
+
+
+def write_capture(traffic: Traffic, path: str | Path, labels_path: str | Path | None = None) -> dict[str, Any]:
+    path = Path(path)
+    n = 0
+    with _open(path) as fh:
+        for line in kcat_lines(traffic):
+            fh.write(line + "\n")
+            n += 1
+    written: dict[str, Any] = {"capture": str(path), "records": n}
+    if labels_path is not None:
+        labels = label_dicts(traffic)
+        with _open(Path(labels_path)) as fh:
+            for lab in labels:
+                fh.write(json.dumps(lab) + "\n")
+        written |= {"labels": str(labels_path), "faults": len(labels)}
+    return written
+
+
+def default_labels_path(capture: str | Path) -> Path:
+    p = Path(capture)
+    name = p.name[:-3] if p.name.endswith(".gz") else p.name
+    return p.with_name(name.rsplit(".", 1)[0] + ".labels.jsonl")

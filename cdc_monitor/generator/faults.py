@@ -1,0 +1,349 @@
+"""Fault injection: every rule of design.md section 2 that a flavour can exhibit, each a few times.
+
+Faults are spread over the timeline, one per few transactions, so they never touch each other.
+Each leaves exactly one labelled record: the ground truth the checks are measured against.
+Faults that need a record of their own (orphans, replays, regressions) are emitted between
+transactions without a transaction block, so they disturb no transaction count.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from cdc_monitor.generator.flavours import TABLES, TableDef
+from cdc_monitor.generator.schemas import envelope_schema, key_schema
+from cdc_monitor.generator.traffic import Label, Rec
+
+if TYPE_CHECKING:
+    from cdc_monitor.generator.traffic import Generator
+
+SPACING = 4
+TX_RULES = ("missing_end", "missing_begin", "count_mismatch", "collection_count_mismatch", "order_gap",
+            "orphan_event")
+SCHEMA_ON_RULES = ("key_schema_name_mismatch", "type_mismatch", "non_optional_null", "invalid_avro_name")
+ALL_RULES = (
+    "invalid_json",
+    "lag_spike", "negative_lag", "invalid_source_ts",
+    *TX_RULES,
+    *SCHEMA_ON_RULES, "op_missing", "invalid_op", "before_after_mismatch", "missing_source_field",
+    "key_payload_mismatch",
+    "position_regression", "duplicate", "missing_create", "event_after_delete", "tombstone_without_delete",
+    "key_in_multiple_partitions",
+)
+
+
+def applicable_rules(flavour: str, schemas: bool, tombstones: bool, partitions: int) -> list[str]:
+    rules = list(ALL_RULES)
+    if flavour == "dtle":  # dtle writes no transaction metadata
+        rules = [r for r in rules if r not in TX_RULES]
+    if not schemas:
+        rules = [r for r in rules if r not in SCHEMA_ON_RULES]
+    if not tombstones:
+        rules.remove("tombstone_without_delete")
+    if partitions < 2:
+        rules.remove("key_in_multiple_partitions")
+    return rules
+
+
+class FaultPlan:
+    def __init__(self, gen: Generator, repeats: int):
+        self.g = gen
+        self.queue = [r for r in applicable_rules(gen.f.name, gen.schemas, gen.tombstones, gen.partitions)
+                      for _ in range(repeats)]
+        gen.rng.shuffle(self.queue)
+        self.reserved: set[tuple[str, int]] = set()
+        self.next_at = 6
+        self.current: str | None = None
+        self.drop_end_next = False
+        self.special_pk = 900_000
+
+    @property
+    def done(self) -> bool:
+        return not self.queue and self.current is None and not self.drop_end_next
+
+    # -- helpers -----------------------------------------------------------------------------
+    def label(self, rule: str, rec: Rec, txn_id: str | None = None) -> None:
+        self.g.out.labels.append(Label(rule, rec, txn_id if txn_id is not None else rec.txn_id))
+
+    def new_pk(self, table: TableDef) -> int:
+        self.special_pk += 1
+        self.reserved.add((table.name, self.special_pk))
+        return self.special_pk
+
+    def live(self, table: TableDef, streamed: bool = False) -> list[int]:
+        out = []
+        for (t, pk), s in self.g.keys.items():
+            if t != table.name or not s.live or (t, pk) in self.reserved:
+                continue
+            if streamed and (s.last is None or s.last_coords[0] < 2 or not isinstance(s.last.value, dict)):
+                continue
+            out.append(pk)
+        return sorted(out)
+
+    def pick_live(self, streamed: bool = False) -> tuple[TableDef, int] | None:
+        for table in self.g.rng.sample(TABLES, len(TABLES)):
+            keys = self.live(table, streamed)
+            if len(keys) >= 2:
+                return table, self.g.rng.choice(keys)
+        return None
+
+    def col(self, table: TableDef, key: bool) -> str:
+        return self.g.f.ident(next(c.name for c in table.columns if c.key == key))
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def before_txn(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        if self.drop_end_next:
+            hooks["drop_previous_end"] = True
+            self.drop_end_next = False
+        if txn_no < self.next_at or not self.queue:
+            return
+        rule = self.queue.pop()
+        self.current = rule
+        self.next_at = txn_no + SPACING
+        g = self.g
+        table = g.rng.choice(TABLES)
+        live = self.live(table)
+        if rule == "collection_count_mismatch":
+            hooks["ops"] = [("create", t, self._take_id(t)) for t in g.rng.sample(TABLES, 2)]
+        elif rule == "order_gap":
+            hooks["ops"] = [("create", table, self._take_id(table)) for _ in range(3)]
+        elif rule == "lag_spike" and len(live) >= 2:
+            a, b = g.rng.sample(live, 2)
+            hooks["ops"] = [("update", table, a), ("update", table, b)]
+        elif rule in ("before_after_mismatch", "key_schema_name_mismatch", "invalid_avro_name"):
+            pk = self._take_id(table)
+            self.reserved.add((table.name, pk))
+            hooks["ops"] = [("create", table, pk)]
+        elif rule in ("negative_lag", "invalid_source_ts", "type_mismatch", "non_optional_null", "op_missing",
+                      "invalid_op", "missing_source_field", "key_payload_mismatch", "lag_spike"):
+            hooks["ops"] = [("update", table, g.rng.choice(live))] if live else [("create", table, self._take_id(table))]
+        elif rule == "missing_begin":
+            hooks["drop_begin"] = True
+
+    def _take_id(self, table: TableDef) -> int:
+        pk = self.g.next_id[table.name]
+        self.g.next_id[table.name] += 1
+        return pk
+
+    def after_txn(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        rule, self.current = self.current, None
+        if rule is None:
+            return
+        handler = getattr(self, f"_{rule}")
+        if handler(txn_no, hooks) is False:  # could not apply now: try again later
+            self.queue.append(rule)
+
+    def finish(self) -> None:
+        if self.queue:
+            raise RuntimeError(f"faults left unplaced: {self.queue}; generate more events")
+
+    # -- transaction faults ----------------------------------------------------------------------
+    def _missing_end(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        self.label("missing_end", hooks["begin_rec"])
+        self.drop_end_next = True
+
+    def _missing_begin(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        self.label("missing_begin", hooks["end_rec"])
+
+    def _count_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        hooks["end_rec"].value["event_count"] += 1
+        self.label("count_mismatch", hooks["end_rec"])
+
+    def _collection_count_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        dcs = hooks["end_rec"].value["data_collections"]
+        dcs[0]["event_count"] += 1
+        dcs[1]["event_count"] -= 1
+        self.label("collection_count_mismatch", hooks["end_rec"])
+
+    def _order_gap(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        recs = hooks["data_recs"]
+        for rec in recs[1:]:
+            rec.value["transaction"]["total_order"] += 1
+        self.label("order_gap", recs[1])
+
+    def _orphan_event(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        g = self.g
+        table = g.rng.choice(TABLES)
+        pk = self._take_id(table)
+        txn = {"id": f"orphan-{txn_no}", "total_order": 1, "data_collection_order": 1}
+        rec = g.change(table, pk, "c", None, g.row(table, pk, 0), txn=txn, txn_no=txn_no, ev=20, commit_seq=g.seq)
+        self.label("orphan_event", rec)
+
+    # -- lag faults ------------------------------------------------------------------------------
+    def _shift_source(self, rec: Rec, delta_ms: int | None = None, absolute: int | None = None) -> None:
+        src = rec.value["source"]
+        field = "ts_sec" if "ts_sec" in src else "ts_ms"
+        scale = 1000 if field == "ts_sec" else 1
+        src[field] = absolute if absolute is not None else src[field] + delta_ms // scale
+
+    def _lag_spike(self, txn_no: int, hooks: dict[str, Any]) -> bool:
+        recs = hooks["data_recs"]
+        if len(recs) < 2 or recs[0].table != recs[1].table:
+            return False
+        self._shift_source(recs[0], -120_000)
+        self.label("lag_spike", recs[0])
+        return True
+
+    def _negative_lag(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        rec = hooks["data_recs"][0]
+        src = rec.value["source"]
+        source_ms = src["ts_sec"] * 1000 if "ts_sec" in src else src["ts_ms"]
+        rec.value["ts_ms"] = source_ms - 1500
+        self.label("negative_lag", rec)
+
+    def _invalid_source_ts(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        rec = hooks["data_recs"][0]
+        self._shift_source(rec, absolute=0)
+        self.label("invalid_source_ts", rec)
+
+    # -- schema faults ---------------------------------------------------------------------------
+    def _row(self, rec: Rec) -> dict[str, Any]:
+        return rec.value["after"]
+
+    def _type_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        rec = hooks["data_recs"][0]
+        table = next(t for t in TABLES if t.name == rec.table)
+        col = table.columns[1]
+        bad: Any = 12345 if col.type == "string" else "not-a-number"
+        self._row(rec)[self.g.f.ident(col.name)] = self.g.wrap(bad)
+        self.label("type_mismatch", rec)
+
+    def _non_optional_null(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        rec = hooks["data_recs"][0]
+        if self.g.f.nullable_columns:
+            rec.value["source"]["db"] = None
+        else:
+            table = next(t for t in TABLES if t.name == rec.table)
+            self._row(rec)[self.col(table, key=False)] = None
+        self.label("non_optional_null", rec)
+
+    def _key_schema_name_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        rec = hooks["data_recs"][0]
+        table = next(t for t in TABLES if t.name == rec.table)
+        other = next(t for t in TABLES if t.name != rec.table)
+        rec.key_schema = key_schema(self.g.f, table, name=f"{self.g.f.topic(other.name)}.Key")
+        rec.raw_key = None
+        self.label("key_schema_name_mismatch", rec)
+
+    def _invalid_avro_name(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        rec = hooks["data_recs"][0]
+        table = next(t for t in TABLES if t.name == rec.table)
+        rec.value_schema = envelope_schema(self.g.f, table, name=f"{self.g.f.topic(table.name)}-v2.Envelope")
+        self.label("invalid_avro_name", rec)
+
+    def _op_missing(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        rec = hooks["data_recs"][0]
+        del rec.value["op"]
+        self.label("op_missing", rec)
+
+    def _invalid_op(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        rec = hooks["data_recs"][0]
+        rec.value["op"] = "x"
+        self.label("invalid_op", rec)
+
+    def _before_after_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        rec = hooks["data_recs"][0]
+        rec.value["before"] = copy.deepcopy(rec.value["after"])
+        self.label("before_after_mismatch", rec)
+
+    def _missing_source_field(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        rec = hooks["data_recs"][0]
+        del rec.value["source"][self.g.f.position_field]
+        self.label("missing_source_field", rec)
+
+    def _key_payload_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        rec = hooks["data_recs"][0]
+        table = next(t for t in TABLES if t.name == rec.table)
+        row = self._row(rec) if rec.value["after"] is not None else rec.value["before"]
+        col = self.col(table, key=True)
+        pk = row[col]["value"] if self.g.f.wrap_values else row[col]
+        row[col] = self.g.wrap(pk + 5_000_000)
+        self.label("key_payload_mismatch", rec)
+
+    # -- standalone records ----------------------------------------------------------------------
+    def _invalid_json(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        g = self.g
+        table = g.rng.choice(TABLES)
+        pk = self.new_pk(table)
+        rec = Rec(g.f.topic(table.name), g.key_payload(table, pk), '{"schema": {"type": "struct", "fie',
+                  g.proc_ts, key_schema=g.key_schemas[table.name], table=table.name)
+        g.proc_ts += 1
+        self.label("invalid_json", g.emit(rec))
+
+    def _update(self, txn_no: int, table: TableDef, pk: int, **kw: Any) -> Rec:
+        g = self.g
+        state = g.keys[(table.name, pk)]
+        before = state.last.value.get("after") if g.f.before_on_update and isinstance(state.last.value, dict) else None
+        return g.change(table, pk, "u", before, g.row(table, pk, 99), txn=None, txn_no=txn_no, ev=20,
+                        commit_seq=g.seq, **kw)
+
+    def _position_regression(self, txn_no: int, hooks: dict[str, Any]) -> bool:
+        picked = self.pick_live(streamed=True)
+        if picked is None:
+            return False
+        table, pk = picked
+        last_txn, last_seq = self.g.keys[(table.name, pk)].last_coords
+        self.reserved.add((table.name, pk))
+        rec = self._update(txn_no, table, pk, coords=(last_txn - 1, last_seq - 1, last_seq - 1))
+        self.label("position_regression", rec)
+        return True
+
+    def _duplicate(self, txn_no: int, hooks: dict[str, Any]) -> bool:
+        picked = self.pick_live(streamed=True)
+        if picked is None:
+            return False
+        table, pk = picked
+        self.reserved.add((table.name, pk))
+        orig = self.g.keys[(table.name, pk)].last
+        dup = copy.copy(orig)
+        dup.ts = self.g.proc_ts
+        self.g.proc_ts += 1
+        self.label("duplicate", self.g.emit(dup, orig.partition))
+        return True
+
+    def _missing_create(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        g = self.g
+        table = g.rng.choice(TABLES)
+        pk = self.new_pk(table)
+        rec = g.change(table, pk, "u", None, g.row(table, pk, 1), txn=None, txn_no=txn_no, ev=20, commit_seq=g.seq)
+        self.label("missing_create", rec)
+
+    def _event_after_delete(self, txn_no: int, hooks: dict[str, Any]) -> bool:
+        g = self.g
+        dead = [(t, pk) for (t, pk), s in g.keys.items() if not s.live and (t, pk) not in self.reserved
+                and s.last is not None and isinstance(s.last.value, dict) and s.last.value.get("op") == "d"]
+        if not dead:
+            return False
+        tname, pk = g.rng.choice(sorted(dead))
+        table = next(t for t in TABLES if t.name == tname)
+        self.reserved.add((tname, pk))
+        rec = g.change(table, pk, "u", None, g.row(table, pk, 7), txn=None, txn_no=txn_no, ev=20, commit_seq=g.seq)
+        g.keys[(tname, pk)].live = False
+        self.label("event_after_delete", rec)
+        return True
+
+    def _tombstone_without_delete(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        table = self.g.rng.choice(TABLES)
+        self.label("tombstone_without_delete", self.g.tombstone(table, self.new_pk(table)))
+
+    def _key_in_multiple_partitions(self, txn_no: int, hooks: dict[str, Any]) -> bool:
+        picked = self.pick_live(streamed=True)
+        if picked is None:
+            return False
+        table, pk = picked
+        self.reserved.add((table.name, pk))
+        wrong = (self.g.home_partition(table, pk) + 1) % self.g.partitions
+        rec = self._update(txn_no, table, pk, partition=wrong)
+        self.label("key_in_multiple_partitions", rec)
+        return True
+
+RULE_CHECKS = {
+    "invalid_json": "decode",
+    **{r: "lag" for r in ("lag_spike", "negative_lag", "invalid_source_ts")},
+    **dict.fromkeys(TX_RULES, "transactions"),
+    **{r: "schema" for r in (*SCHEMA_ON_RULES, "op_missing", "invalid_op", "before_after_mismatch",
+                             "missing_source_field", "key_payload_mismatch")},
+    **{r: "ordering" for r in ("position_regression", "duplicate", "missing_create", "event_after_delete",
+                               "tombstone_without_delete", "key_in_multiple_partitions")},
+}

@@ -1,0 +1,180 @@
+"""Connector flavours: naming, the ``source`` block and its Connect schema, positions.
+
+Each flavour turns a logical change (table, txn number, event sequence) into the ``source``
+block its connector really sends (seeds 000-004), with positions that only move forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+FLAVOUR_NAMES = ("mysql", "dtle", "postgresql", "sqlserver", "oracle", "yugabyte")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # Connect type
+    key: bool = False
+    logical: str | None = None
+
+
+@dataclass(frozen=True)
+class TableDef:
+    name: str
+    columns: tuple[Column, ...]
+
+
+TABLES = (
+    TableDef("customers", (
+        Column("id", "int32", key=True), Column("first_name", "string"), Column("last_name", "string"),
+        Column("email", "string"),
+    )),
+    TableDef("orders", (
+        Column("id", "int64", key=True), Column("customer_id", "int32"), Column("amount", "double"),
+        Column("created", "int64", logical="io.debezium.time.Timestamp"), Column("paid", "boolean"),
+    )),
+    TableDef("products", (
+        Column("id", "int32", key=True), Column("name", "string"), Column("weight", "float"),
+        Column("quantity", "int16"),
+    )),
+)
+
+
+def _f(field: str, type_: str, optional: bool, **extra: Any) -> dict[str, Any]:
+    return {"type": type_, "optional": optional, "field": field, **extra}
+
+
+@dataclass(frozen=True)
+class Flavour:
+    name: str
+    server: str
+    db: str | None
+    schema: str | None
+    connector: str | None
+    version: str
+    upper: bool = False
+    wrap_values: bool = False  # yugabyte-like: every column as {"value": x}
+    nullable_columns: bool = False  # non-key columns optional (postgres-style tables)
+    before_on_update: bool = True  # False: REPLICA IDENTITY DEFAULT-like, before is null on update
+
+    def ident(self, name: str) -> str:
+        return name.upper() if self.upper else name
+
+    def topic(self, table: str) -> str:
+        parts = [self.server]
+        if self.name == "sqlserver":
+            parts += [self.db, self.schema]
+        elif self.name in ("postgresql", "yugabyte", "oracle"):
+            parts += [self.schema]
+        else:
+            parts += [self.db]
+        return ".".join([*(p for p in parts if p), self.ident(table)])
+
+    def data_collection(self, table: str) -> str:
+        t = self.ident(table)
+        if self.name in ("postgresql", "yugabyte"):
+            return f"{self.schema}.{t}"
+        if self.name in ("mysql", "dtle"):
+            return f"{self.db}.{t}"
+        return f"{self.db}.{self.schema}.{t}"
+
+    @property
+    def transaction_topic(self) -> str:
+        return f"{self.server}.transaction"
+
+    @property
+    def position_field(self) -> str:
+        return {"mysql": "pos", "dtle": "pos", "postgresql": "lsn", "sqlserver": "commit_lsn",
+                "oracle": "scn", "yugabyte": "lsn"}[self.name]
+
+    # -- the source block -------------------------------------------------------------------
+    def source(self, table: str, txn_no: int, seq: int, ev: int, ts_ms: int, snapshot: str,
+               op: str, commit_seq: int) -> dict[str, Any]:
+        """``seq``: global event number; ``ev``: index inside the transaction; ``commit_seq``:
+        the global number of the transaction's last event (for commit positions)."""
+        n = self.name
+        tbl = self.ident(table)
+        if n in ("mysql", "dtle"):
+            file_index, in_file = 3 + txn_no // 150, txn_no % 150
+            src: dict[str, Any] = {"version": self.version}
+            if n == "mysql":
+                src |= {"connector": "mysql", "name": self.server, "ts_ms": ts_ms, "snapshot": snapshot,
+                        "db": self.db, "table": tbl, "server_id": 223344,
+                        "gtid": f"3e11fa47-71ca-11e1-9e33-c80aa9429562:{txn_no + 1}",
+                        "file": f"mysql-bin.{file_index:06d}", "pos": 154 + in_file * 800 + ev * 40,
+                        "row": 0, "thread": 7, "query": None}
+            else:
+                src |= {"name": self.server, "server_id": 1, "ts_sec": ts_ms // 1000, "gtid": None,
+                        "file": f"mysql-bin.{file_index:06d}", "pos": 154 + in_file * 800 + ev * 40,
+                        "row": 0, "snapshot": snapshot == "true", "thread": None, "db": self.db, "table": tbl}
+            return src
+        common = {"version": self.version, "connector": self.connector, "name": self.server, "ts_ms": ts_ms,
+                  "snapshot": snapshot, "db": self.db}
+        if n == "postgresql":
+            lsn = 33_554_432 + seq * 56
+            return common | {"sequence": f'["{33_554_432 + commit_seq * 56}","{lsn}"]', "schema": self.schema,
+                             "table": tbl, "txId": 700 + txn_no, "lsn": lsn, "xmin": None}
+        if n == "sqlserver":
+            commit = f"00000027:{0x700 + txn_no:08x}:0005"
+            change = f"00000027:{0x700 + txn_no:08x}:{ev + 2:04x}"
+            return common | {"schema": self.schema, "table": tbl, "change_lsn": None if snapshot != "false" else change,
+                             "commit_lsn": commit, "event_serial_no": None if snapshot != "false" else (2 if op == "u" else 1)}
+        if n == "oracle":
+            return common | {"schema": self.schema, "table": tbl, "txId": f"06.{txn_no % 32}.{800 + txn_no}",
+                             "scn": str(2_122_185 + seq * 3), "commit_scn": str(2_122_185 + commit_seq * 3 + 1),
+                             "rs_id": "001234.00012345.0124", "ssn": 1, "redo_thread": 1, "user_name": "DEBEZIUM"}
+        if n == "yugabyte":
+            lsn = f"1:{seq + 4}::0:0"
+            return common | {"sequence": f'[null,"{lsn}"]', "schema": self.schema, "table": tbl,
+                             "txId": f"{txn_no:08x}-0000-4000-8000-000000000000", "lsn": lsn, "xmin": None}
+        raise ValueError(n)
+
+    def source_schema(self) -> dict[str, Any]:
+        n = self.name
+        snapshot = ({"type": "string", "optional": True, "name": "io.debezium.data.Enum", "version": 1,
+                     "parameters": {"allowed": "true,last,false,incremental"}, "default": "false",
+                     "field": "snapshot"} if n != "dtle" else _f("snapshot", "boolean", True))
+        if n == "mysql":
+            fields = [_f("version", "string", False), _f("connector", "string", False), _f("name", "string", False),
+                      _f("ts_ms", "int64", False), snapshot, _f("db", "string", False), _f("table", "string", True),
+                      _f("server_id", "int64", False), _f("gtid", "string", True), _f("file", "string", False),
+                      _f("pos", "int64", False), _f("row", "int32", False), _f("thread", "int64", True),
+                      _f("query", "string", True)]
+        elif n == "dtle":
+            fields = [_f("version", "string", True), _f("name", "string", False), _f("server_id", "int64", False),
+                      _f("ts_sec", "int64", False), _f("gtid", "string", True), _f("file", "string", False),
+                      _f("pos", "int64", False), _f("row", "int32", False), snapshot, _f("thread", "int64", True),
+                      _f("db", "string", True), _f("table", "string", True)]
+        else:
+            fields = [_f("version", "string", False), _f("connector", "string", False), _f("name", "string", False),
+                      _f("ts_ms", "int64", False), snapshot, _f("db", "string", False)]
+            if n == "postgresql":
+                fields += [_f("sequence", "string", True), _f("schema", "string", False), _f("table", "string", False),
+                           _f("txId", "int64", True), _f("lsn", "int64", True), _f("xmin", "int64", True)]
+            elif n == "yugabyte":
+                fields += [_f("sequence", "string", True), _f("schema", "string", False), _f("table", "string", False),
+                           _f("txId", "string", True), _f("lsn", "string", True), _f("xmin", "int64", True)]
+            elif n == "sqlserver":
+                fields += [_f("schema", "string", False), _f("table", "string", False), _f("change_lsn", "string", True),
+                           _f("commit_lsn", "string", True), _f("event_serial_no", "int64", True)]
+            elif n == "oracle":
+                fields += [_f("schema", "string", False), _f("table", "string", False), _f("txId", "string", True),
+                           _f("scn", "string", True), _f("commit_scn", "string", True), _f("rs_id", "string", True),
+                           _f("ssn", "int32", True), _f("redo_thread", "int32", True), _f("user_name", "string", True)]
+        connector = "mysql" if n == "dtle" else ("postgresql" if n == "yugabyte" else n)
+        return {"type": "struct", "fields": fields, "optional": False,
+                "name": f"io.debezium.connector.{connector}.Source", "field": "source"}
+
+
+FLAVOURS: dict[str, Flavour] = {
+    "mysql": Flavour("mysql", "mysql_server_1", "inventory", None, "mysql", "2.7.3.Final"),
+    "dtle": Flavour("dtle", "dbserver1", "inventory", None, None, "0.8.3.Final"),
+    "postgresql": Flavour("postgresql", "pgserver1", "postgres", "public", "postgresql", "2.7.3.Final",
+                          nullable_columns=True, before_on_update=False),
+    "sqlserver": Flavour("sqlserver", "server1", "testDB", "dbo", "sqlserver", "2.3.4.Final"),
+    "oracle": Flavour("oracle", "server1", "ORCLPDB1", "DEBEZIUM", "oracle", "2.1.4.Final", upper=True),
+    "yugabyte": Flavour("yugabyte", "dbserver1", "yugabyte", "public", "yugabytedb", "1.9.5.y.21",
+                        wrap_values=True, nullable_columns=True, before_on_update=False),
+}

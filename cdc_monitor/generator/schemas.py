@@ -1,0 +1,96 @@
+"""Kafka Connect schemas for generated keys, values and transaction markers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdc_monitor.generator.flavours import Flavour, TableDef
+
+
+def _column_schema(flavour: Flavour, col: Any, field: str | None = None) -> dict[str, Any]:
+    s: dict[str, Any] = {"type": col.type, "optional": (not col.key) and flavour.nullable_columns}
+    if col.logical:
+        s["name"] = col.logical
+        s["version"] = 1
+    s["field"] = field or flavour.ident(col.name)
+    return s
+
+
+def row_schema(flavour: Flavour, table: TableDef, field: str) -> dict[str, Any]:
+    return {
+        "type": "struct",
+        "fields": [_column_schema(flavour, c) for c in table.columns],
+        "optional": True,
+        "name": f"{flavour.topic(table.name)}.Value",
+        "field": field,
+    }
+
+
+def key_schema(flavour: Flavour, table: TableDef, name: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "struct",
+        "fields": [_column_schema(flavour, c) for c in table.columns if c.key],
+        "optional": False,
+        "name": name or f"{flavour.topic(table.name)}.Key",
+    }
+
+
+TRANSACTION_BLOCK = {
+    "type": "struct",
+    "fields": [
+        {"type": "string", "optional": False, "field": "id"},
+        {"type": "int64", "optional": False, "field": "total_order"},
+        {"type": "int64", "optional": False, "field": "data_collection_order"},
+    ],
+    "optional": True,
+    "name": "event.block",
+    "version": 1,
+    "field": "transaction",
+}
+
+
+def envelope_schema(flavour: Flavour, table: TableDef, name: str | None = None) -> dict[str, Any]:
+    fields = [
+        row_schema(flavour, table, "before"),
+        row_schema(flavour, table, "after"),
+        flavour.source_schema(),
+        {"type": "string", "optional": False, "field": "op"},
+        {"type": "int64", "optional": True, "field": "ts_ms"},
+    ]
+    if flavour.name != "dtle":
+        fields.append(TRANSACTION_BLOCK)
+    return {"type": "struct", "fields": fields, "optional": False,
+            "name": name or f"{flavour.topic(table.name)}.Envelope", "version": 1}
+
+
+MARKER_KEY_SCHEMA = {
+    "type": "struct",
+    "fields": [{"type": "string", "optional": False, "field": "id"}],
+    "optional": False,
+    "name": "io.debezium.connector.common.TransactionMetadataKey",
+}
+
+MARKER_VALUE_SCHEMA = {
+    "type": "struct",
+    "fields": [
+        {"type": "string", "optional": False, "field": "status"},
+        {"type": "string", "optional": False, "field": "id"},
+        {"type": "int64", "optional": True, "field": "event_count"},
+        {
+            "type": "array",
+            "items": {
+                "type": "struct",
+                "fields": [
+                    {"type": "string", "optional": False, "field": "data_collection"},
+                    {"type": "int64", "optional": False, "field": "event_count"},
+                ],
+                "optional": False,
+            },
+            "optional": True,
+            "field": "data_collections",
+        },
+        {"type": "int64", "optional": False, "field": "ts_ms"},
+    ],
+    "optional": False,
+    "name": "io.debezium.connector.common.TransactionMetadataValue",
+}

@@ -1,0 +1,359 @@
+"""Seeded, deterministic Debezium-like traffic for one connector flavour.
+
+Timeline: a snapshot (op ``r``), then transactions of creates/updates/deletes (tombstones after
+deletes, primary-key changes as delete + tombstone + create with ``__debezium.oldkey/newkey``
+headers, re-inserted keys, the same key twice in one transaction). Transaction markers follow
+Debezium's semantics: BEGIN before a transaction's first event, its END only when the next
+transaction begins, so the newest transaction stays open. Faults (see ``faults.py``) are planned
+up front and applied while generating, each recorded as a label.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdc_monitor.generator.flavours import FLAVOURS, TABLES, Flavour, TableDef
+from cdc_monitor.generator.partitioner import partition_for
+from cdc_monitor.generator.schemas import (
+    MARKER_KEY_SCHEMA,
+    MARKER_VALUE_SCHEMA,
+    envelope_schema,
+    key_schema,
+)
+
+BASE_TS_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+
+
+@dataclass
+class Rec:
+    topic: str
+    key: Any
+    value: Any  # dict payload, None for a tombstone, str for raw (garbage) text
+    ts: int
+    headers: list[tuple[str, str]] | None = None
+    key_schema: dict[str, Any] | None = None
+    value_schema: dict[str, Any] | None = None
+    partition: int | None = None
+    offset: int = -1
+    # bookkeeping
+    table: str | None = None
+    txn_id: str | None = None
+    raw_key: str | None = None  # serialized key, fixed once computed
+    raw_value: str | None = None
+
+
+@dataclass
+class Label:
+    rule: str
+    rec: Rec
+    txn_id: str | None = None
+
+
+@dataclass
+class KeyState:
+    table: TableDef
+    pk: int
+    live: bool = True
+    last: Rec | None = None
+    last_coords: tuple[int, int] = (0, 0)  # (txn_no, seq) of the last event
+
+
+@dataclass
+class Traffic:
+    flavour: Flavour
+    records: list[Rec] = field(default_factory=list)
+    labels: list[Label] = field(default_factory=list)
+    partitions: int = 3
+    schemas: bool = True
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def serialize_key(rec: Rec, schemas: bool) -> str | None:
+    if rec.raw_key is None and rec.key is not None:
+        rec.raw_key = _dumps({"schema": rec.key_schema, "payload": rec.key} if schemas and rec.key_schema else rec.key)
+    return rec.raw_key
+
+
+def serialize(rec: Rec, schemas: bool) -> tuple[str | None, str | None]:
+    """Key and value text; the value is fixed at first call, so call it only once faults are applied."""
+    serialize_key(rec, schemas)
+    if rec.raw_value is None and rec.value is not None:
+        if isinstance(rec.value, str):
+            rec.raw_value = rec.value
+        elif schemas and rec.value_schema:
+            rec.raw_value = _dumps({"schema": rec.value_schema, "payload": rec.value})
+        else:
+            rec.raw_value = _dumps(rec.value)
+    return rec.raw_key, rec.raw_value
+
+
+class Generator:
+    def __init__(self, flavour: str, *, events: int = 1000, seed: int = 7, schemas: bool = True,
+                 partitions: int = 3, tombstones: bool = True, faults: bool = False, fault_repeats: int = 3):
+        from cdc_monitor.generator.faults import FaultPlan
+
+        self.f = FLAVOURS[flavour]
+        self.rng = random.Random(seed)
+        self.events = events
+        self.schemas = schemas
+        self.partitions = partitions
+        self.tombstones = tombstones
+        self.out = Traffic(self.f, partitions=partitions, schemas=schemas)
+        self.keys: dict[tuple[str, int], KeyState] = {}
+        self.next_id = {t.name: 1001 for t in TABLES}
+        self.source_ts = BASE_TS_MS + seed * 1000
+        self.proc_ts = self.source_ts + 200
+        self.seq = 0
+        self.data_events = 0
+        self.pending_end: Rec | None = None
+        self.key_schemas = {t.name: key_schema(self.f, t) for t in TABLES}
+        self.value_schemas = {t.name: envelope_schema(self.f, t) for t in TABLES}
+        self.tx_metadata = self.f.name != "dtle"
+        self.plan = FaultPlan(self, fault_repeats) if faults else None
+
+    # -- helpers ---------------------------------------------------------------------------
+    def key_bytes(self, table: TableDef, pk: int) -> bytes:
+        key = self.key_payload(table, pk)
+        payload = {"schema": self.key_schemas[table.name], "payload": key} if self.schemas else key
+        return _dumps(payload).encode()
+
+    def home_partition(self, table: TableDef, pk: int) -> int:
+        return partition_for(self.key_bytes(table, pk), self.partitions)
+
+    def wrap(self, v: Any) -> Any:
+        return {"value": v} if self.f.wrap_values else v
+
+    def key_payload(self, table: TableDef, pk: int) -> dict[str, Any]:
+        return {self.f.ident(c.name): self.wrap(pk) for c in table.columns if c.key}
+
+    def row(self, table: TableDef, pk: int, version: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        r = self.rng
+        for c in table.columns:
+            if c.key:
+                v: Any = pk
+            elif c.type == "string":
+                v = f"{c.name}-{pk}-{version}-{r.randrange(10**6)}"
+            elif c.type in ("int32", "int16"):
+                v = r.randrange(1, 30000)
+            elif c.type == "int64":
+                v = self.source_ts - r.randrange(10**7)
+            elif c.type in ("double", "float"):
+                v = round(r.uniform(1, 1000), 2)
+            elif c.type == "boolean":
+                v = r.random() < 0.5
+            else:
+                v = None
+            out[self.f.ident(c.name)] = self.wrap(v)
+        return out
+
+    def key_only_row(self, table: TableDef, pk: int) -> dict[str, Any]:
+        return {self.f.ident(c.name): (self.wrap(pk) if c.key else None) for c in table.columns}
+
+    def emit(self, rec: Rec, partition: int | None = None) -> Rec:
+        if partition is None and rec.key is not None:
+            partition = partition_for(serialize_key(rec, self.schemas).encode(), self.partitions_of(rec.topic))
+        rec.partition = partition if partition is not None else 0
+        self.out.records.append(rec)
+        return rec
+
+    def partitions_of(self, topic: str) -> int:
+        return 1 if topic == self.f.transaction_topic else self.partitions
+
+    # -- events ----------------------------------------------------------------------------
+    def change(self, table: TableDef, pk: int, op: str, before: Any, after: Any, *, txn: dict | None,
+               txn_no: int, ev: int, commit_seq: int, snapshot: str = "false", headers=None,
+               coords: tuple[int, int, int] | None = None, partition: int | None = None) -> Rec:
+        """``coords`` = (txn_no, seq, commit_seq) to build the source position from instead of now."""
+        c_txn, c_seq, c_commit = coords or (txn_no, self.seq, commit_seq)
+        src = self.f.source(table.name, c_txn, c_seq, ev, self.source_ts, snapshot, op, c_commit)
+        payload: dict[str, Any] = {"before": before, "after": after, "source": src, "op": op,
+                                   "ts_ms": self.proc_ts}
+        if self.tx_metadata:
+            payload["transaction"] = txn
+        rec = Rec(self.f.topic(table.name), self.key_payload(table, pk), payload, self.proc_ts + 1,
+                  headers=headers, key_schema=self.key_schemas[table.name],
+                  value_schema=self.value_schemas[table.name], table=table.name,
+                  txn_id=txn["id"] if txn else None)
+        state = self.keys.setdefault((table.name, pk), KeyState(table, pk))
+        state.last, state.last_coords = rec, (txn_no, self.seq)
+        if snapshot == "false":
+            self.seq += 1
+        self.proc_ts += 1
+        self.data_events += 1
+        return self.emit(rec, partition)
+
+    def tombstone(self, table: TableDef, pk: int) -> Rec:
+        rec = Rec(self.f.topic(table.name), self.key_payload(table, pk), None, self.proc_ts,
+                  key_schema=self.key_schemas[table.name], table=table.name)
+        return self.emit(rec)
+
+    def marker(self, status: str, txn_id: str, ts_ms: int, counts: dict[str, int] | None = None) -> Rec:
+        value: dict[str, Any] = {"status": status, "id": txn_id, "event_count": None, "data_collections": None,
+                                 "ts_ms": ts_ms}
+        if counts is not None:
+            value["event_count"] = sum(counts.values())
+            value["data_collections"] = [{"data_collection": k, "event_count": v} for k, v in counts.items()]
+        return Rec(self.f.transaction_topic, {"id": txn_id}, value, self.proc_ts,
+                   key_schema=MARKER_KEY_SCHEMA, value_schema=MARKER_VALUE_SCHEMA, txn_id=txn_id)
+
+    def txn_id(self, txn_no: int) -> str:
+        n = self.f.name
+        if n == "mysql":
+            return f"3e11fa47-71ca-11e1-9e33-c80aa9429562:{txn_no + 1}"
+        if n == "postgresql":
+            return f"{700 + txn_no}:{33_554_432 + self.seq * 56}"
+        if n == "sqlserver":
+            return f"00000027:{0x700 + txn_no:08x}:0005"
+        if n == "oracle":
+            return f"06.{txn_no % 32}.{800 + txn_no}"
+        return f"{txn_no:08x}-0000-4000-8000-000000000000"
+
+    # -- phases ----------------------------------------------------------------------------
+    def snapshot(self) -> None:
+        per_table = max(3, min(50, self.events // 20))
+        last_table = TABLES[-1]
+        for table in TABLES:
+            for i in range(per_table):
+                pk = self.next_id[table.name]
+                self.next_id[table.name] += 1
+                last = table is last_table and i == per_table - 1
+                self.change(table, pk, "r", None, self.row(table, pk, 0), txn=None, txn_no=0, ev=0,
+                            commit_seq=0, snapshot="last" if last else "true")
+        self.proc_ts += 50
+
+    def live_keys(self, table: TableDef) -> list[int]:
+        return [pk for (t, pk), s in self.keys.items() if t == table.name and s.live]
+
+    def plan_ops(self, n: int, want_tables: int = 1) -> list[tuple[str, TableDef, int]]:
+        """[(action, table, pk)] with action in create/update/delete/pkchange/reinsert."""
+        ops: list[tuple[str, TableDef, int]] = []
+        reserved = self.plan.reserved if self.plan is not None else set()
+        live = {t.name: {pk for pk in self.live_keys(t) if (t.name, pk) not in reserved} for t in TABLES}
+        tables = self.rng.sample(TABLES, want_tables) if want_tables > 1 else []
+        for i in range(n):
+            table = tables[i % len(tables)] if tables else self.rng.choice(TABLES)
+            roll = self.rng.random()
+            dead = [pk for (t, pk), s in self.keys.items() if t == table.name and not s.live
+                    and pk not in live[table.name] and (t, pk) not in reserved]
+            if roll < 0.35 or len(live[table.name]) < 3:
+                action, pk = "create", self.next_id[table.name]
+                self.next_id[table.name] += 1
+            elif roll < 0.80:
+                action, pk = "update", self.rng.choice(sorted(live[table.name]))
+            elif roll < 0.90:
+                action, pk = "delete", self.rng.choice(sorted(live[table.name]))
+            elif roll < 0.95:
+                action, pk = "pkchange", self.rng.choice(sorted(live[table.name]))
+            elif dead:
+                action, pk = "reinsert", self.rng.choice(sorted(dead))
+            else:
+                action, pk = "update", self.rng.choice(sorted(live[table.name]))
+            if action in ("create", "reinsert"):
+                live[table.name].add(pk)
+            elif action in ("delete", "pkchange"):
+                live[table.name].discard(pk)
+            ops.append((action, table, pk))
+        return ops
+
+    def transaction(self, txn_no: int, ops: list[tuple[str, TableDef, int]], hooks: dict[str, Any]) -> None:
+        self.source_ts += self.rng.randrange(50, 1500)
+        self.proc_ts = max(self.proc_ts, self.source_ts + self.rng.randrange(20, 900))
+        txn_id = self.txn_id(txn_no)
+        if self.tx_metadata:
+            if self.pending_end is not None:
+                end = self.pending_end
+                end.ts = self.proc_ts
+                if not hooks.get("drop_previous_end"):
+                    self.emit(end)
+            begin = self.marker("BEGIN", txn_id, self.source_ts)
+            if not hooks.get("drop_begin"):
+                self.emit(begin)
+            hooks["begin_rec"] = begin
+        # expand ops into events
+        n_data = sum(2 if a == "pkchange" else 1 for a, _, _ in ops)
+        commit_seq = self.seq + n_data - 1
+        counts: dict[str, int] = {}
+        total = 0
+        data_recs: list[Rec] = []
+
+        def block(table: TableDef) -> dict | None:
+            nonlocal total
+            if not self.tx_metadata:
+                return None
+            dc = self.f.data_collection(table.name)
+            counts[dc] = counts.get(dc, 0) + 1
+            total += 1
+            return {"id": txn_id, "total_order": total, "data_collection_order": counts[dc]}
+
+        ev = 0
+        for action, table, pk in ops:
+            state = self.keys.get((table.name, pk))
+            current = state.last.value.get("after") if state and state.last and isinstance(state.last.value, dict) else None
+            kw = dict(txn_no=txn_no, commit_seq=commit_seq)
+            if action in ("create", "reinsert"):
+                data_recs.append(self.change(table, pk, "c", None, self.row(table, pk, ev), txn=block(table), ev=ev, **kw))
+            elif action == "update":
+                before = (current or self.row(table, pk, 0)) if self.f.before_on_update else None
+                data_recs.append(self.change(table, pk, "u", before, self.row(table, pk, ev + 1), txn=block(table), ev=ev, **kw))
+            elif action == "delete":
+                before = (current or self.row(table, pk, 0)) if self.f.before_on_update else self.key_only_row(table, pk)
+                data_recs.append(self.change(table, pk, "d", before, None, txn=block(table), ev=ev, **kw))
+                self.keys[(table.name, pk)].live = False
+                if self.tombstones:
+                    self.tombstone(table, pk)
+            elif action == "pkchange":
+                new_pk = self.next_id[table.name]
+                self.next_id[table.name] += 1
+                old_key, new_key = _dumps(self.key_payload(table, pk)), _dumps(self.key_payload(table, new_pk))
+                before = (current or self.row(table, pk, 0)) if self.f.before_on_update else self.key_only_row(table, pk)
+                data_recs.append(self.change(table, pk, "d", before, None, txn=block(table), ev=ev, **kw,
+                                             headers=[("__debezium.newkey", new_key)]))
+                self.keys[(table.name, pk)].live = False
+                if self.tombstones:
+                    self.tombstone(table, pk)
+                ev += 1
+                data_recs.append(self.change(table, new_pk, "c", None, self.row(table, new_pk, 0), txn=block(table),
+                                             ev=ev, **kw, headers=[("__debezium.oldkey", old_key)]))
+            ev += 1
+        hooks["data_recs"] = data_recs
+        if self.tx_metadata:
+            self.pending_end = self.marker("END", txn_id, self.source_ts, counts)
+            hooks["end_rec"] = self.pending_end
+        self.proc_ts += 2
+
+    def run(self) -> Traffic:
+        self.snapshot()
+        txn_no = 1
+        while self.data_events < self.events or (self.plan is not None and not self.plan.done):
+            hooks: dict[str, Any] = {}
+            if self.plan is not None:
+                self.plan.before_txn(txn_no, hooks)
+            ops = hooks.pop("ops", None) or self.plan_ops(self.rng.randint(1, 4))
+            self.transaction(txn_no, ops, hooks)
+            if self.plan is not None:
+                self.plan.after_txn(txn_no, hooks)
+            txn_no += 1
+            if txn_no > 10 * self.events + 1000:
+                break
+        if self.plan is not None:
+            self.plan.finish()
+        self.assign_offsets()
+        return self.out
+
+    def assign_offsets(self) -> None:
+        counters: dict[tuple[str, int], int] = {}
+        for rec in self.out.records:
+            k = (rec.topic, rec.partition or 0)
+            rec.offset = counters.get(k, 0)
+            counters[k] = rec.offset + 1
+
+
+def generate(flavour: str, **kwargs: Any) -> Traffic:
+    return Generator(flavour, **kwargs).run()

@@ -1,0 +1,155 @@
+"""Wire a source, decoding, the checks and the result snapshot together.
+
+The decoded events frame is cached once; every check reads that cache. Only small aggregates
+and (capped) findings are collected to the driver.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pyspark import StorageLevel
+from pyspark.sql import functions as F
+
+from cdc_monitor import __version__
+from cdc_monitor.checks.decode import capture_line_findings, decode_findings
+from cdc_monitor.checks.findings import CHECKS, FINDING_COLUMNS, RULES
+from cdc_monitor.checks.window import partition_window
+from cdc_monitor.config import ScanConfig
+from cdc_monitor.decoding import DecodeOptions, decode_records
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from cdc_monitor.sources import SourceResult
+
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+@dataclass
+class ScanResult:
+    """A snapshot of one window: what reports, metrics and the gate read."""
+
+    window: dict[str, Any]
+    summary: dict[str, Any]
+    events_by_table: list[dict[str, Any]]
+    lag: list[dict[str, Any]] = field(default_factory=list)
+    transactions: dict[str, Any] = field(default_factory=dict)
+    schemas: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    findings_by_rule: dict[str, dict[str, int]] = field(default_factory=dict)
+    duration_seconds: float = 0.0
+    finished_at: float = 0.0
+
+    def worst_count(self, fail_on: str) -> int:
+        """Findings at or above ``fail_on`` severity (0 when fail_on is never)."""
+        if fail_on == "never":
+            return 0
+        floor = SEVERITY_RANK[fail_on]
+        return sum(
+            n for sev, by_rule in self.findings_by_rule.items() if SEVERITY_RANK.get(sev, 0) >= floor
+            for n in by_rule.values()
+        )
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "tool": "cdc-monitor",
+            "version": __version__,
+            "window": self.window,
+            "summary": self.summary,
+            "events": self.events_by_table,
+            "lag": self.lag,
+            "transactions": self.transactions,
+            "schemas": self.schemas,
+            "findings": self.findings,
+        }
+
+
+def _summary(events: DataFrame, rejects_count: int) -> dict[str, Any]:
+    row = events.agg(
+        F.count(F.lit(1)).alias("records"),
+        F.sum((F.col("kind") == "data").cast("int")).alias("data_events"),
+        F.sum((F.col("kind") == "tombstone").cast("int")).alias("tombstones"),
+        F.sum((F.col("kind") == "transaction").cast("int")).alias("transaction_markers"),
+        F.sum((F.col("kind") == "schema_change").cast("int")).alias("schema_changes"),
+        F.sum((F.col("kind") == "heartbeat").cast("int")).alias("heartbeats"),
+        F.sum(F.col("decode_error").isNotNull().cast("int")).alias("invalid_records"),
+    ).first()
+    out = {k: int(v or 0) for k, v in row.asDict().items()}
+    out["invalid_records"] += rejects_count
+    out["unreadable_lines"] = rejects_count
+    return out
+
+
+def _events_by_table(events: DataFrame) -> list[dict[str, Any]]:
+    rows = (
+        events.where((F.col("kind") == "data") & F.col("decode_error").isNull())
+        .groupBy("server", "table", "op")
+        .count()
+        .orderBy("server", "table", "op")
+        .collect()
+    )
+    return [r.asDict() for r in rows]
+
+
+def collect_findings(findings: DataFrame, limit: int) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    findings = findings.persist(StorageLevel.MEMORY_AND_DISK)
+    counts: dict[str, dict[str, int]] = {}
+    for r in findings.groupBy("severity", "rule").count().collect():
+        counts.setdefault(r["severity"], {})[r["rule"]] = int(r["count"])
+    rows = [
+        r.asDict(recursive=True)
+        for r in findings.orderBy("check", "rule", "topic", "partition", "offset", "txn_id").limit(limit).collect()
+    ]
+    findings.unpersist()
+    return rows, counts
+
+
+def findings_by_check(counts: dict[str, dict[str, int]]) -> dict[str, int]:
+    out = dict.fromkeys(CHECKS, 0)
+    for by_rule in counts.values():
+        for rule, n in by_rule.items():
+            out[RULES[rule][0]] += n
+    return out
+
+
+def run_scan(source: SourceResult, config: ScanConfig | None = None) -> ScanResult:
+    from cdc_monitor.checks.registry import run_checks
+
+    cfg = config or ScanConfig()
+    started = time.time()
+    opts = DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix)
+    events = decode_records(source.records, opts).persist(StorageLevel.MEMORY_AND_DISK)
+    rejects_count = 0
+    finding_frames = [decode_findings(events)]
+    if source.rejects is not None:
+        rejects = source.rejects.cache()
+        rejects_count = rejects.count()
+        if rejects_count:
+            finding_frames.append(capture_line_findings(rejects))
+    window, partitions = partition_window(events)
+    checked = run_checks(events, partitions, cfg)
+    finding_frames.extend(checked.findings)
+    findings = finding_frames[0]
+    for frame in finding_frames[1:]:
+        findings = findings.unionByName(frame.select(*FINDING_COLUMNS))
+    rows, counts = collect_findings(findings.select(*FINDING_COLUMNS), cfg.max_findings)
+    summary = _summary(events, rejects_count)
+    summary["findings_by_check"] = findings_by_check(counts)
+    summary["findings_by_severity"] = {s: sum(v.values()) for s, v in counts.items()}
+    result = ScanResult(
+        window=window,
+        summary=summary,
+        events_by_table=_events_by_table(events),
+        lag=checked.lag,
+        transactions=checked.transactions,
+        schemas=checked.schemas,
+        findings=rows,
+        findings_by_rule=counts,
+    )
+    events.unpersist()
+    result.finished_at = time.time()
+    result.duration_seconds = round(result.finished_at - started, 3)
+    return result

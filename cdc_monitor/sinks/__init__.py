@@ -1,0 +1,1 @@
+"""Sinks: render a ScanResult (reports, Prometheus, GX); transports are separate from rendering."""

@@ -1,0 +1,57 @@
+"""SparkSession defaults that work on a laptop or CI box; every one can be overridden.
+
+Local mode binds to loopback, turns the UI off and keeps shuffles small. On a cluster, pass
+``--master``/``--conf`` (or set ``CDC_MONITOR_SPARK_MASTER``) and these defaults step aside.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from cdc_monitor.errors import EnvironmentProblem
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+LOCAL_DEFAULTS: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "2g",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+
+def _check_java() -> None:
+    if os.environ.get("JAVA_HOME") or shutil.which("java"):
+        return
+    raise EnvironmentProblem(
+        "Java was not found: install a JDK 17 or 21 (e.g. `apt-get install openjdk-17-jre-headless`) "
+        "or set JAVA_HOME"
+    )
+
+
+def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None) -> SparkSession:
+    """Return the active session or build one with local defaults overridden by ``conf``."""
+    _check_java()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    from pyspark.sql import SparkSession
+
+    master = master or os.environ.get("CDC_MONITOR_SPARK_MASTER") or "local[*]"
+    builder = SparkSession.builder.appName("cdc-monitor").master(master)
+    settings = dict(LOCAL_DEFAULTS) if master.startswith("local") else {"spark.sql.session.timeZone": "UTC"}
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("CDC_MONITOR_SPARK_LOG_LEVEL", "FATAL"))
+    return spark
