@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from cdc_monitor import __version__
 from cdc_monitor.checks.decode import capture_line_findings, decode_findings
 from cdc_monitor.checks.findings import CHECKS, FINDING_COLUMNS, RULES
+from cdc_monitor.checks.transactions import transaction_summary
 from cdc_monitor.checks.window import partition_window
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records
@@ -139,12 +140,14 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None) -> ScanResu
     summary = _summary(events, rejects_count)
     summary["findings_by_check"] = findings_by_check(counts)
     summary["findings_by_severity"] = {s: sum(v.values()) for s, v in counts.items()}
+    by_rule = {rule: n for per in counts.values() for rule, n in per.items()}
+    transactions = transaction_summary(checked.transactions, by_rule) if checked.transactions is not None else {}
     result = ScanResult(
         window=window,
         summary=summary,
         events_by_table=_events_by_table(events),
         lag=checked.lag,
-        transactions=checked.transactions,
+        transactions=transactions,
         schemas=checked.schemas,
         findings=rows,
         findings_by_rule=counts,

@@ -81,3 +81,16 @@ def finding(
         _or_null(server, "string").alias("server"),
         _or_null(table, "string").alias("table"),
     ]
+
+
+def dynamic_finding(rule: Column, message: Column, **loc: Column) -> list[Column]:
+    """Like ``finding`` for a rule computed per row (check and severity looked up from RULES)."""
+    checks = F.create_map(*[x for r, (c, _, _) in RULES.items() for x in (F.lit(r), F.lit(c))])
+    sevs = F.create_map(*[x for r, (_, s, _) in RULES.items() for x in (F.lit(r), F.lit(s))])
+    cols = finding("invalid_json", message, **loc)  # a template; check/rule/severity replaced below
+    return [
+        F.element_at(checks, rule).alias("check"),
+        rule.alias("rule"),
+        F.element_at(sevs, rule).alias("severity"),
+        *cols[3:],
+    ]

@@ -5,6 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cdc_monitor.checks.lag import lag_findings, lag_table
+from cdc_monitor.checks.ordering import ordering_findings
+from cdc_monitor.checks.schema import embedded_schema_findings, envelope_findings, schema_drift
+from cdc_monitor.checks.transactions import transaction_check
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -15,9 +20,18 @@ if TYPE_CHECKING:
 class CheckedResult:
     findings: list[DataFrame] = field(default_factory=list)
     lag: list[dict[str, Any]] = field(default_factory=list)
-    transactions: dict[str, Any] = field(default_factory=dict)
+    transactions: DataFrame | None = None
     schemas: list[dict[str, Any]] = field(default_factory=list)
 
 
 def run_checks(events: DataFrame, partitions: DataFrame, config: ScanConfig) -> CheckedResult:
-    return CheckedResult()
+    tx = transaction_check(events, partitions)
+    findings = [
+        *lag_findings(events, config.lag_threshold_ms, config.table_lag_threshold_ms),
+        *tx.findings,
+        *envelope_findings(events),
+        *embedded_schema_findings(events),
+        *ordering_findings(events, partitions),
+    ]
+    lag = [r.asDict() for r in lag_table(events).orderBy("server", "topic", "table").collect()]
+    return CheckedResult(findings=findings, lag=lag, transactions=tx.transactions, schemas=schema_drift(events))

@@ -17,6 +17,8 @@ One ``from_json`` per value and per key; everything else is column expressions. 
 | value_schema, key_schema, key_payload | raw embedded schemas and the key's payload text |
 | status, marker_id, marker_event_count, marker_collections | transaction-topic BEGIN/END fields |
 | pk_change | the record carries ``__debezium.oldkey``/``newkey`` headers |
+| value_hash | xxhash64 of the value text (duplicate detection without carrying the text) |
+| value_schema_hash, key_schema_hash | xxhash64 of the embedded schemas (null without one) |
 """
 
 from __future__ import annotations
@@ -194,6 +196,9 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
             ),
         ).alias("marker_collections"),
         pk_change.alias("pk_change"),
+        F.xxhash64("value_text").alias("value_hash"),
+        F.when(F.col("value_schema").isNotNull(), F.xxhash64("value_schema")).alias("value_schema_hash"),
+        F.when(F.col("key_schema").isNotNull(), F.xxhash64("key_schema")).alias("key_schema_hash"),
     )
     return events
 

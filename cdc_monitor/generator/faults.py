@@ -198,8 +198,10 @@ class FaultPlan:
         self.label("invalid_source_ts", rec)
 
     # -- schema faults ---------------------------------------------------------------------------
-    def _row(self, rec: Rec) -> dict[str, Any]:
-        return rec.value["after"]
+    def _row(self, rec: Rec, image: str = "after") -> dict[str, Any]:
+        """The event's row image, copied so the key's true row (used by later events) stays intact."""
+        rec.value[image] = copy.deepcopy(rec.value[image])
+        return rec.value[image]
 
     def _type_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
         rec = hooks["data_recs"][0]
@@ -255,7 +257,7 @@ class FaultPlan:
     def _key_payload_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
         rec = hooks["data_recs"][0]
         table = next(t for t in TABLES if t.name == rec.table)
-        row = self._row(rec) if rec.value["after"] is not None else rec.value["before"]
+        row = self._row(rec, "after" if rec.value["after"] is not None else "before")
         col = self.col(table, key=True)
         pk = row[col]["value"] if self.g.f.wrap_values else row[col]
         row[col] = self.g.wrap(pk + 5_000_000)
@@ -274,7 +276,7 @@ class FaultPlan:
     def _update(self, txn_no: int, table: TableDef, pk: int, **kw: Any) -> Rec:
         g = self.g
         state = g.keys[(table.name, pk)]
-        before = state.last.value.get("after") if g.f.before_on_update and isinstance(state.last.value, dict) else None
+        before = state.row if g.f.before_on_update else None
         return g.change(table, pk, "u", before, g.row(table, pk, 99), txn=None, txn_no=txn_no, ev=20,
                         commit_seq=g.seq, **kw)
 

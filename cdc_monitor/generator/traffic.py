@@ -59,6 +59,7 @@ class KeyState:
     live: bool = True
     last: Rec | None = None
     last_coords: tuple[int, int] = (0, 0)  # (txn_no, seq) of the last event
+    row: dict[str, Any] | None = None  # the row as the database has it (faults never touch it)
 
 
 @dataclass
@@ -183,6 +184,8 @@ class Generator:
                   txn_id=txn["id"] if txn else None)
         state = self.keys.setdefault((table.name, pk), KeyState(table, pk))
         state.last, state.last_coords = rec, (txn_no, self.seq)
+        if after is not None:
+            state.row = after
         if snapshot == "false":
             self.seq += 1
         self.proc_ts += 1
@@ -295,7 +298,7 @@ class Generator:
         ev = 0
         for action, table, pk in ops:
             state = self.keys.get((table.name, pk))
-            current = state.last.value.get("after") if state and state.last and isinstance(state.last.value, dict) else None
+            current = state.row if state else None
             kw = dict(txn_no=txn_no, commit_seq=commit_seq)
             if action in ("create", "reinsert"):
                 data_recs.append(self.change(table, pk, "c", None, self.row(table, pk, ev), txn=block(table), ev=ev, **kw))

@@ -1,0 +1,120 @@
+"""lag check (design.md section 3): ``ts_ms - source.ts_ms`` per table, plus record-time lag.
+
+Change events are ``c``/``u``/``d`` that are not snapshot events and decoded cleanly. Invalid
+source timestamps and negative lags are findings per record; negative lags still count in the
+percentiles. A spike is a run of consecutive (by ``ts_ms``) events of one table above the
+table's threshold: one ``lag_spike`` finding per run, listing its records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, Window
+from pyspark.sql import functions as F
+
+from cdc_monitor.checks.findings import finding
+from cdc_monitor.decoding.events import valid_source_ts
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+QUANTILES = (("p50_ms", 0.5), ("p95_ms", 0.95), ("p99_ms", 0.99))
+GROUP = ["server", "topic", "table"]
+
+
+def _decoded_data(events: DataFrame) -> DataFrame:
+    return events.where((F.col("kind") == "data") & F.col("decode_error").isNull())
+
+
+def _is_snapshot() -> Column:
+    return (F.col("op") == "r") | F.col("snapshot")
+
+
+def change_events(events: DataFrame) -> DataFrame:
+    """Decoded c/u/d events that are not part of a snapshot."""
+    return _decoded_data(events).where(F.col("op").isin("c", "u", "d") & ~_is_snapshot())
+
+
+def with_lag(changes: DataFrame) -> DataFrame:
+    valid = valid_source_ts(F.col("source_ts_ms")) & F.col("source_ts_raw").rlike(r"^-?\d+$")
+    return changes.withColumn("source_ts_valid", valid).withColumn(
+        "lag_ms", F.when(valid & F.col("ts_ms").isNotNull(), F.col("ts_ms") - F.col("source_ts_ms"))
+    ).withColumn("record_lag_ms", F.when(valid, F.col("record_ts_ms") - F.col("source_ts_ms")))
+
+
+def _pct(col: str, p: float) -> Column:
+    return F.expr(f"percentile_disc({p}) WITHIN GROUP (ORDER BY {col})").cast("bigint")
+
+
+def lag_table(events: DataFrame) -> DataFrame:
+    """One row per (server, topic, table): exact nearest-rank percentiles and counts."""
+    lagged = with_lag(change_events(events))
+    stats = lagged.groupBy(*GROUP).agg(
+        F.count("lag_ms").alias("count"),
+        F.sum("lag_ms").alias("sum_ms"),
+        *[_pct("lag_ms", p).alias(name) for name, p in QUANTILES],
+        F.max("lag_ms").alias("max_ms"),
+        F.sum((F.col("lag_ms") < 0).cast("int")).alias("negative"),
+        F.sum((~F.col("source_ts_valid")).cast("int")).alias("invalid_source_ts"),
+        *[_pct("record_lag_ms", p).alias("record_" + name) for name, p in QUANTILES],
+        F.max("record_lag_ms").alias("record_max_ms"),
+        F.max(F.when(F.col("source_ts_valid"), F.col("source_ts_ms"))).alias("last_source_ts_ms"),
+    )
+    snaps = _decoded_data(events).where(_is_snapshot()).groupBy(*GROUP).agg(F.count(F.lit(1)).alias("snapshot_excluded"))
+    return (
+        stats.join(snaps, GROUP, "full_outer")
+        .na.fill(0, ["count", "negative", "invalid_source_ts", "snapshot_excluded"])
+    )
+
+
+def _threshold(thresholds: Mapping[str, int], default_ms: int) -> Column:
+    col = F.lit(default_ms)
+    for table, ms in thresholds.items():
+        col = F.when(F.col("table") == table, F.lit(ms)).otherwise(col)
+    return col
+
+
+def lag_findings(events: DataFrame, default_ms: int, thresholds: Mapping[str, int] | None = None) -> list[DataFrame]:
+    lagged = with_lag(change_events(events))
+    loc = dict(topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"), key=F.col("key"),
+               txn_id=F.col("txn_id"), server=F.col("server"), table=F.col("table"))
+    invalid = lagged.where(~F.col("source_ts_valid")).select(*finding(
+        "invalid_source_ts",
+        F.concat(F.lit("source timestamp "), F.coalesce(F.col("source_ts_raw"), F.lit("missing")),
+                 F.lit(" is not an integer ms time between 2000 and 2100")),
+        **loc,
+    ))
+    negative = lagged.where(F.col("lag_ms") < 0).select(*finding(
+        "negative_lag",
+        F.concat(F.lit("lag "), F.col("lag_ms"), F.lit(" ms: ts_ms before source.ts_ms (clock skew?)")),
+        **loc,
+    ))
+    # spikes: runs of consecutive above-threshold events per table
+    order = Window.partitionBy("server", "table").orderBy("ts_ms", "topic", "partition", "offset")
+    flagged = (
+        lagged.where(F.col("lag_ms").isNotNull())
+        .withColumn("threshold_ms", _threshold(thresholds or {}, default_ms))
+        .withColumn("above", F.col("lag_ms") > F.col("threshold_ms"))
+        .withColumn("starts", F.col("above") & ~F.coalesce(F.lag("above").over(order), F.lit(False)))
+        .withColumn("spike", F.sum(F.col("starts").cast("int")).over(order))
+        .where("above")
+    )
+    first = F.min(F.struct("ts_ms", "topic", "partition", "offset", "key", "txn_id"))
+    spikes = flagged.groupBy("server", "table", "spike").agg(
+        first.alias("first"),
+        F.count(F.lit(1)).alias("n"),
+        F.max("lag_ms").alias("peak"),
+        F.max("threshold_ms").alias("threshold_ms"),
+        F.sort_array(F.collect_list(F.struct("ts_ms", "offset"))).alias("members"),
+    )
+    spike = spikes.select(*finding(
+        "lag_spike",
+        F.concat(F.lit("lag spike: "), F.col("n"), F.lit(" event(s) above "), F.col("threshold_ms"),
+                 F.lit(" ms, peak "), F.col("peak"), F.lit(" ms")),
+        topic=F.col("first.topic"), partition=F.col("first.partition"), offset=F.col("first.offset"),
+        offsets=F.transform("members", lambda m: m["offset"]), key=F.col("first.key"),
+        txn_id=F.col("first.txn_id"), server=F.col("server"), table=F.col("table"),
+    ))
+    return [invalid, negative, spike]

@@ -1,0 +1,194 @@
+"""transactions check: BEGIN/END markers joined with the data events' ``transaction`` blocks.
+
+Per transaction-topic partition, in offset order:
+- BEGIN without END, with a later BEGIN: ``missing_end`` (at the BEGIN); the newest BEGIN
+  without END is ``open`` (Debezium writes END only when the next transaction starts).
+- END without BEGIN: ``unverifiable`` when the partition was read from a later offset and the
+  END precedes the first BEGIN read (the transaction began before the window), else
+  ``missing_begin`` (at the END).
+- BEGIN and END: ``count_mismatch`` (END.event_count vs distinct data events seen),
+  ``collection_count_mismatch`` (END.data_collections vs events per table), ``order_gap``
+  (total_order / data_collection_order not 1..n; at the first data event out of sequence).
+Exact re-deliveries of a data event count once here (the ordering check reports them).
+A data event whose transaction id is on no marker while its record time lies inside the span
+the transaction-topic records cover is an ``orphan_event``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from cdc_monitor.checks.findings import finding
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+STATUSES = ("complete", "open", "unverifiable", "missing_end", "missing_begin")
+PROBLEMS = ("count_mismatch", "collection_count_mismatch", "order_gap")
+
+
+@dataclass
+class TransactionResult:
+    findings: list[DataFrame]
+    transactions: DataFrame  # one row per transaction id: status and problem flags
+
+
+def _markers(events: DataFrame) -> DataFrame:
+    return events.where(
+        (F.col("kind") == "transaction") & F.col("decode_error").isNull() & F.col("status").isin("BEGIN", "END")
+        & F.col("marker_id").isNotNull()
+    )
+
+
+def _data(events: DataFrame) -> DataFrame:
+    """Data events that name a transaction, exact re-deliveries dropped."""
+    return (
+        events.where((F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("txn_id").isNotNull())
+        .withColumn("rn", F.row_number().over(
+            Window.partitionBy("txn_id", "topic", "key_payload", "value_hash").orderBy("partition", "offset")))
+        .where(F.col("rn") == 1)
+        .drop("rn")
+    )
+
+
+def _per_transaction(markers: DataFrame, partitions: DataFrame) -> DataFrame:
+    begins = markers.where(F.col("status") == "BEGIN")
+    part_first_begin = begins.groupBy("topic", "partition").agg(F.min("offset").alias("first_begin"))
+    next_begin = Window.partitionBy("topic", "partition").orderBy("offset")
+    begins = begins.withColumn("next_begin", F.lead("offset").over(next_begin)).select(
+        "topic", "partition", F.col("marker_id").alias("txn_id"), F.col("offset").alias("begin_offset"),
+        F.col("key").alias("begin_key"), "next_begin",
+    )
+    ends = markers.where(F.col("status") == "END").select(
+        "topic", "partition", F.col("marker_id").alias("txn_id"), F.col("offset").alias("end_offset"),
+        F.col("key").alias("end_key"), F.col("marker_event_count").alias("event_count"),
+        F.col("marker_collections").alias("collections"),
+    )
+    # one row per id; repeated markers keep the first of each
+    begins = begins.groupBy("topic", "partition", "txn_id").agg(
+        F.min_by(F.struct("begin_offset", "begin_key", "next_begin"), "begin_offset").alias("b"))
+    ends = ends.groupBy("topic", "partition", "txn_id").agg(
+        F.min_by(F.struct("end_offset", "end_key", "event_count", "collections"), "end_offset").alias("e"))
+    txns = begins.join(ends, ["topic", "partition", "txn_id"], "full_outer").select(
+        "topic", "partition", "txn_id", "b.*", "e.*")
+    txns = txns.join(part_first_begin, ["topic", "partition"], "left").join(
+        partitions.select("topic", "partition", "from_start"), ["topic", "partition"], "left")
+    status = (
+        F.when(F.col("begin_offset").isNotNull() & F.col("end_offset").isNotNull(), F.lit("complete"))
+        .when(F.col("begin_offset").isNotNull() & F.col("next_begin").isNotNull(), F.lit("missing_end"))
+        .when(F.col("begin_offset").isNotNull(), F.lit("open"))
+        .when(~F.col("from_start") & (F.col("first_begin").isNull() | (F.col("end_offset") < F.col("first_begin"))),
+              F.lit("unverifiable"))
+        .otherwise(F.lit("missing_begin"))
+    )
+    return txns.withColumn("status", status)
+
+
+def _seen(data: DataFrame) -> tuple[DataFrame, DataFrame]:
+    per_txn = data.groupBy("txn_id").agg(F.count(F.lit(1)).alias("seen"))
+    per_collection = data.groupBy("txn_id", "table").agg(F.count(F.lit(1)).alias("n")).groupBy("txn_id").agg(
+        F.map_from_entries(F.collect_list(F.struct("table", "n"))).alias("seen_by_collection"))
+    return per_txn, per_collection
+
+
+def _order_breaks(data: DataFrame) -> DataFrame:
+    """First data event per transaction whose total_order or data_collection_order breaks 1..n."""
+    by_total = Window.partitionBy("txn_id").orderBy("txn_total_order", "topic", "partition", "offset")
+    by_coll = Window.partitionBy("txn_id", "table").orderBy("txn_collection_order", "topic", "partition", "offset")
+    ranked = data.withColumn(
+        "total_break", F.col("txn_total_order").isNotNull() & (F.col("txn_total_order") != F.row_number().over(by_total))
+    ).withColumn(
+        "coll_break",
+        F.col("txn_collection_order").isNotNull() & (F.col("txn_collection_order") != F.row_number().over(by_coll)),
+    ).where(F.col("total_break") | F.col("coll_break"))
+    first = F.min_by(
+        F.struct("topic", "partition", "offset", "key", "txn_total_order", "txn_collection_order", "total_break",
+                 "table"),
+        F.struct(F.coalesce("txn_total_order", F.lit(0)), "topic", "partition", "offset"),
+    )
+    return ranked.groupBy("txn_id").agg(first.alias("brk"), F.count(F.lit(1)).alias("breaks"))
+
+
+def transaction_check(events: DataFrame, partitions: DataFrame) -> TransactionResult:
+    markers = _markers(events)
+    data = _data(events)
+    txns = _per_transaction(markers, partitions)
+    seen, seen_coll = _seen(data)
+    breaks = _order_breaks(data)
+    txns = txns.join(seen, "txn_id", "left").join(seen_coll, "txn_id", "left").join(breaks, "txn_id", "left")
+    txns = txns.withColumn("seen", F.coalesce("seen", F.lit(0)))
+    complete = F.col("status") == "complete"
+    coll_diff = F.filter(
+        F.coalesce(F.col("collections"), F.array()),
+        lambda c: c["event_count"] != F.coalesce(F.element_at(F.col("seen_by_collection"), c["data_collection"]), F.lit(0)),
+    )
+    seen_not_listed = F.filter(
+        F.map_keys(F.coalesce(F.col("seen_by_collection"), F.create_map().cast("map<string,bigint>"))),
+        lambda t: ~F.exists(F.coalesce(F.col("collections"), F.array()), lambda c: c["data_collection"] == t),
+    )
+    txns = (
+        txns.withColumn("count_mismatch", complete & F.col("event_count").isNotNull() & (F.col("event_count") != F.col("seen")))
+        .withColumn("collection_count_mismatch", complete & F.col("collections").isNotNull()
+                    & ((F.size(coll_diff) > 0) | (F.size(seen_not_listed) > 0)))
+        .withColumn("coll_diff", coll_diff)
+        .withColumn("order_gap", complete & F.col("brk").isNotNull())
+        .cache()
+    )
+    marker_loc = dict(topic=F.col("topic"), partition=F.col("partition"), txn_id=F.col("txn_id"))
+    findings = [
+        txns.where(F.col("status") == "missing_end").select(*finding(
+            "missing_end", F.concat(F.lit("BEGIN of "), F.col("txn_id"), F.lit(" is followed by another BEGIN (offset "),
+                                    F.col("next_begin"), F.lit(") without its END")),
+            offset=F.col("begin_offset"), key=F.col("begin_key"), **marker_loc)),
+        txns.where(F.col("status") == "missing_begin").select(*finding(
+            "missing_begin", F.concat(F.lit("END of "), F.col("txn_id"), F.lit(" has no BEGIN")),
+            offset=F.col("end_offset"), key=F.col("end_key"), **marker_loc)),
+        txns.where("count_mismatch").select(*finding(
+            "count_mismatch", F.concat(F.lit("END says "), F.col("event_count"), F.lit(" events, "), F.col("seen"),
+                                       F.lit(" seen")),
+            offset=F.col("end_offset"), key=F.col("end_key"), **marker_loc)),
+        txns.where("collection_count_mismatch").select(*finding(
+            "collection_count_mismatch",
+            F.concat(F.lit("END per collection "), F.to_json("collections"), F.lit(" but seen "),
+                     F.to_json(F.coalesce("seen_by_collection", F.create_map()))),
+            offset=F.col("end_offset"), key=F.col("end_key"), **marker_loc)),
+        txns.where("order_gap").select(*finding(
+            "order_gap",
+            F.concat(F.when(F.col("brk.total_break"), F.lit("total_order ")).otherwise(F.lit("data_collection_order ")),
+                     F.lit("breaks 1..n at total_order "), F.coalesce(F.col("brk.txn_total_order").cast("string"), F.lit("?")),
+                     F.lit(" ("), F.col("breaks"), F.lit(" event(s) out of sequence)")),
+            topic=F.col("brk.topic"), partition=F.col("brk.partition"), offset=F.col("brk.offset"),
+            key=F.col("brk.key"), txn_id=F.col("txn_id"), table=F.col("brk.table"))),
+        _orphans(events, data, markers),
+    ]
+    return TransactionResult(findings=findings, transactions=txns)
+
+
+def _orphans(events: DataFrame, data: DataFrame, markers: DataFrame) -> DataFrame:
+    tx_records = events.where(F.col("kind") == "transaction")
+    span = tx_records.agg(F.min("record_ts_ms").alias("lo"), F.max("record_ts_ms").alias("hi"))
+    ids = markers.select(F.col("marker_id").alias("txn_id")).distinct()
+    candidates = events.where(
+        (F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("txn_id").isNotNull()
+    ).join(ids, "txn_id", "left_anti").crossJoin(F.broadcast(span))
+    inside = candidates.where((F.col("record_ts_ms") >= F.col("lo")) & (F.col("record_ts_ms") <= F.col("hi")))
+    return inside.select(*finding(
+        "orphan_event", F.concat(F.lit("transaction "), F.col("txn_id"), F.lit(" appears on no BEGIN/END")),
+        topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"), key=F.col("key"),
+        txn_id=F.col("txn_id"), server=F.col("server"), table=F.col("table"),
+    ))
+
+
+def transaction_summary(txns: DataFrame, findings_count: dict[str, int]) -> dict[str, Any]:
+    row = txns.agg(
+        F.count(F.lit(1)).alias("total"),
+        *[F.sum((F.col("status") == s).cast("int")).alias(s) for s in STATUSES],
+        *[F.sum(F.col(p).cast("int")).alias(p) for p in PROBLEMS],
+    ).first()
+    out = {k: int(v or 0) for k, v in row.asDict().items()}
+    out["orphan_events"] = findings_count.get("orphan_event", 0)
+    return out
