@@ -14,6 +14,7 @@ from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
 from cdc_monitor import __version__
+from cdc_monitor.checks.cache import FrameCache
 from cdc_monitor.checks.decode import capture_line_findings, decode_findings
 from cdc_monitor.checks.findings import CHECKS, FINDING_COLUMNS, RULES
 from cdc_monitor.checks.transactions import transaction_summary
@@ -122,16 +123,17 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None) -> ScanResu
     cfg = config or ScanConfig()
     started = time.time()
     opts = DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix)
-    events = decode_records(source.records, opts).persist(StorageLevel.MEMORY_AND_DISK)
+    cache = FrameCache()
+    events = cache.keep(decode_records(source.records, opts))
     rejects_count = 0
     finding_frames = [decode_findings(events)]
     if source.rejects is not None:
-        rejects = source.rejects.cache()
+        rejects = cache.keep(source.rejects)
         rejects_count = rejects.count()
         if rejects_count:
             finding_frames.append(capture_line_findings(rejects))
-    window, partitions = partition_window(events)
-    checked = run_checks(events, partitions, cfg)
+    window, partitions = partition_window(events, cache)
+    checked = run_checks(events, partitions, cfg, cache)
     finding_frames.extend(checked.findings)
     findings = finding_frames[0]
     for frame in finding_frames[1:]:
@@ -152,7 +154,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None) -> ScanResu
         findings=rows,
         findings_by_rule=counts,
     )
-    events.unpersist()
+    cache.release()
     result.finished_at = time.time()
     result.duration_seconds = round(result.finished_at - started, 3)
     return result

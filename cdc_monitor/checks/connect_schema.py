@@ -74,9 +74,12 @@ def _entry(raw: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
 
 
 def compile_schema(schema: dict[str, Any], *, skip: frozenset[str] = frozenset(),
-                   unwrap_under: frozenset[str] = frozenset({"before", "after"})) -> list[FieldCheck]:
+                   unwrap_under: frozenset[str] = frozenset({"before", "after"}), unwrap_top: bool = False,
+                   ) -> list[FieldCheck]:
     """Field checks for a payload described by ``schema`` (the root itself is not checked).
 
+    Column values may be wrapped as ``{"value": x}`` (seed 004) in row images (``unwrap_under``)
+    and, with ``unwrap_top``, in a key's top-level fields.
     ``skip``: dotted paths whose presence/null is judged by another rule (for example required
     ``source`` fields, judged by ``missing_source_field``); their type is still checked.
     """
@@ -92,7 +95,8 @@ def compile_schema(schema: dict[str, Any], *, skip: frozenset[str] = frozenset()
             typ = str(fs.get("type", "")).lower()
             p = (*path, name)
             optional = _bool(fs.get("optional"), False) or ".".join(p) in skip
-            out.append(FieldCheck(p, typ, optional, unwrap=bool(path) and path[0] in unwrap_under and typ != "struct"))
+            wrapped = (path[0] in unwrap_under) if path else unwrap_top
+            out.append(FieldCheck(p, typ, optional, unwrap=wrapped and typ != "struct"))
             if typ == "struct":
                 walk(fs, p)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from cdc_monitor.checks.cache import NO_CACHE, FrameCache
 from cdc_monitor.checks.findings import finding
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def _loc() -> dict:
                 txn_id=F.col("txn_id"), server=F.col("server"), table=F.col("table"))
 
 
-def ordering_findings(events: DataFrame, partitions: DataFrame) -> list[DataFrame]:
+def ordering_findings(events: DataFrame, partitions: DataFrame, cache: FrameCache = NO_CACHE) -> list[DataFrame]:
     recs = _records(events)
     # keys in several partitions of a topic: the partition of the key's first record is home
     by_key = Window.partitionBy(*KEY)
@@ -57,7 +58,7 @@ def ordering_findings(events: DataFrame, partitions: DataFrame) -> list[DataFram
     same = Window.partitionBy("topic", "partition", "key_payload", "content").orderBy("offset")
     recs = recs.withColumn("dup", (F.col("kind") == "data") & (F.row_number().over(same) > 1))
     recs = recs.withColumn("prev_any_op", F.lag(F.when(F.col("kind") == "data", F.col("op")).otherwise(F.lit("~"))).over(in_part))
-    recs = recs.cache()
+    recs = cache.keep(recs)
 
     loc = _loc()
     multi = (

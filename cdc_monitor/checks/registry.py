@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cdc_monitor.checks.cache import NO_CACHE, FrameCache
 from cdc_monitor.checks.lag import lag_findings, lag_table
 from cdc_monitor.checks.ordering import ordering_findings
 from cdc_monitor.checks.schema import embedded_schema_findings, envelope_findings, schema_drift
@@ -24,14 +25,14 @@ class CheckedResult:
     schemas: list[dict[str, Any]] = field(default_factory=list)
 
 
-def run_checks(events: DataFrame, partitions: DataFrame, config: ScanConfig) -> CheckedResult:
-    tx = transaction_check(events, partitions)
+def run_checks(events: DataFrame, partitions: DataFrame, config: ScanConfig, cache: FrameCache = NO_CACHE) -> CheckedResult:
+    tx = transaction_check(events, partitions, cache)
     findings = [
         *lag_findings(events, config.lag_threshold_ms, config.table_lag_threshold_ms),
         *tx.findings,
         *envelope_findings(events),
         *embedded_schema_findings(events),
-        *ordering_findings(events, partitions),
+        *ordering_findings(events, partitions, cache),
     ]
     lag = [r.asDict() for r in lag_table(events).orderBy("server", "topic", "table").collect()]
     return CheckedResult(findings=findings, lag=lag, transactions=tx.transactions, schemas=schema_drift(events))

@@ -144,7 +144,8 @@ def _distinct_schemas(data: DataFrame, column: str) -> dict[int, str]:
 
 def _schema_columns(schema: dict, label: str, topic_check: bool) -> dict[str, Column]:
     """Per-record problem texts against ``schema`` ("" = none), one column per rule."""
-    nulls, types = _field_problems(F.col("_v"), "$.payload", compile_schema(schema, skip=SKIP_NULL_CHECK))
+    checks = compile_schema(schema, skip=SKIP_NULL_CHECK, unwrap_top=label == "key")
+    nulls, types = _field_problems(F.col("_v"), "$.payload", checks)
     bad = invalid_avro_names(schema)
     cols = {
         "non_optional_null": nulls,

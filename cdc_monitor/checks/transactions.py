@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from cdc_monitor.checks.cache import NO_CACHE, FrameCache
 from cdc_monitor.checks.findings import finding
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def _data(events: DataFrame) -> DataFrame:
     return (
         events.where((F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("txn_id").isNotNull())
         .withColumn("rn", F.row_number().over(
-            Window.partitionBy("txn_id", "topic", "key_payload", "value_hash").orderBy("partition", "offset")))
+            Window.partitionBy("server", "txn_id", "topic", "key_payload", "value_hash").orderBy("partition", "offset")))
         .where(F.col("rn") == 1)
         .drop("rn")
     )
@@ -60,21 +61,21 @@ def _per_transaction(markers: DataFrame, partitions: DataFrame) -> DataFrame:
     part_first_begin = begins.groupBy("topic", "partition").agg(F.min("offset").alias("first_begin"))
     next_begin = Window.partitionBy("topic", "partition").orderBy("offset")
     begins = begins.withColumn("next_begin", F.lead("offset").over(next_begin)).select(
-        "topic", "partition", F.col("marker_id").alias("txn_id"), F.col("offset").alias("begin_offset"),
+        "topic", "partition", "server", F.col("marker_id").alias("txn_id"), F.col("offset").alias("begin_offset"),
         F.col("key").alias("begin_key"), "next_begin",
     )
     ends = markers.where(F.col("status") == "END").select(
-        "topic", "partition", F.col("marker_id").alias("txn_id"), F.col("offset").alias("end_offset"),
+        "topic", "partition", "server", F.col("marker_id").alias("txn_id"), F.col("offset").alias("end_offset"),
         F.col("key").alias("end_key"), F.col("marker_event_count").alias("event_count"),
         F.col("marker_collections").alias("collections"),
     )
     # one row per id; repeated markers keep the first of each
-    begins = begins.groupBy("topic", "partition", "txn_id").agg(
+    begins = begins.groupBy("topic", "partition", "server", "txn_id").agg(
         F.min_by(F.struct("begin_offset", "begin_key", "next_begin"), "begin_offset").alias("b"))
-    ends = ends.groupBy("topic", "partition", "txn_id").agg(
+    ends = ends.groupBy("topic", "partition", "server", "txn_id").agg(
         F.min_by(F.struct("end_offset", "end_key", "event_count", "collections"), "end_offset").alias("e"))
-    txns = begins.join(ends, ["topic", "partition", "txn_id"], "full_outer").select(
-        "topic", "partition", "txn_id", "b.*", "e.*")
+    txns = begins.join(ends, ["topic", "partition", "server", "txn_id"], "full_outer").select(
+        "topic", "partition", "server", "txn_id", "b.*", "e.*")
     txns = txns.join(part_first_begin, ["topic", "partition"], "left").join(
         partitions.select("topic", "partition", "from_start"), ["topic", "partition"], "left")
     status = (
@@ -89,16 +90,16 @@ def _per_transaction(markers: DataFrame, partitions: DataFrame) -> DataFrame:
 
 
 def _seen(data: DataFrame) -> tuple[DataFrame, DataFrame]:
-    per_txn = data.groupBy("txn_id").agg(F.count(F.lit(1)).alias("seen"))
-    per_collection = data.groupBy("txn_id", "table").agg(F.count(F.lit(1)).alias("n")).groupBy("txn_id").agg(
+    per_txn = data.groupBy("server", "txn_id").agg(F.count(F.lit(1)).alias("seen"))
+    per_collection = data.groupBy("server", "txn_id", "table").agg(F.count(F.lit(1)).alias("n")).groupBy("server", "txn_id").agg(
         F.map_from_entries(F.collect_list(F.struct("table", "n"))).alias("seen_by_collection"))
     return per_txn, per_collection
 
 
 def _order_breaks(data: DataFrame) -> DataFrame:
     """First data event per transaction whose total_order or data_collection_order breaks 1..n."""
-    by_total = Window.partitionBy("txn_id").orderBy("txn_total_order", "topic", "partition", "offset")
-    by_coll = Window.partitionBy("txn_id", "table").orderBy("txn_collection_order", "topic", "partition", "offset")
+    by_total = Window.partitionBy("server", "txn_id").orderBy("txn_total_order", "topic", "partition", "offset")
+    by_coll = Window.partitionBy("server", "txn_id", "table").orderBy("txn_collection_order", "topic", "partition", "offset")
     ranked = data.withColumn(
         "total_break", F.col("txn_total_order").isNotNull() & (F.col("txn_total_order") != F.row_number().over(by_total))
     ).withColumn(
@@ -110,16 +111,17 @@ def _order_breaks(data: DataFrame) -> DataFrame:
                  "table"),
         F.struct(F.coalesce("txn_total_order", F.lit(0)), "topic", "partition", "offset"),
     )
-    return ranked.groupBy("txn_id").agg(first.alias("brk"), F.count(F.lit(1)).alias("breaks"))
+    return ranked.groupBy("server", "txn_id").agg(first.alias("brk"), F.count(F.lit(1)).alias("breaks"))
 
 
-def transaction_check(events: DataFrame, partitions: DataFrame) -> TransactionResult:
+def transaction_check(events: DataFrame, partitions: DataFrame, cache: FrameCache = NO_CACHE) -> TransactionResult:
     markers = _markers(events)
     data = _data(events)
     txns = _per_transaction(markers, partitions)
     seen, seen_coll = _seen(data)
     breaks = _order_breaks(data)
-    txns = txns.join(seen, "txn_id", "left").join(seen_coll, "txn_id", "left").join(breaks, "txn_id", "left")
+    on = ["server", "txn_id"]
+    txns = txns.join(seen, on, "left").join(seen_coll, on, "left").join(breaks, on, "left")
     txns = txns.withColumn("seen", F.coalesce("seen", F.lit(0)))
     complete = F.col("status") == "complete"
     coll_diff = F.filter(
@@ -130,15 +132,14 @@ def transaction_check(events: DataFrame, partitions: DataFrame) -> TransactionRe
         F.map_keys(F.coalesce(F.col("seen_by_collection"), F.create_map().cast("map<string,bigint>"))),
         lambda t: ~F.exists(F.coalesce(F.col("collections"), F.array()), lambda c: c["data_collection"] == t),
     )
-    txns = (
+    txns = cache.keep(
         txns.withColumn("count_mismatch", complete & F.col("event_count").isNotNull() & (F.col("event_count") != F.col("seen")))
         .withColumn("collection_count_mismatch", complete & F.col("collections").isNotNull()
                     & ((F.size(coll_diff) > 0) | (F.size(seen_not_listed) > 0)))
         .withColumn("coll_diff", coll_diff)
         .withColumn("order_gap", complete & F.col("brk").isNotNull())
-        .cache()
     )
-    marker_loc = dict(topic=F.col("topic"), partition=F.col("partition"), txn_id=F.col("txn_id"))
+    marker_loc = dict(topic=F.col("topic"), partition=F.col("partition"), txn_id=F.col("txn_id"), server=F.col("server"))
     findings = [
         txns.where(F.col("status") == "missing_end").select(*finding(
             "missing_end", F.concat(F.lit("BEGIN of "), F.col("txn_id"), F.lit(" is followed by another BEGIN (offset "),
@@ -162,19 +163,20 @@ def transaction_check(events: DataFrame, partitions: DataFrame) -> TransactionRe
                      F.lit("breaks 1..n at total_order "), F.coalesce(F.col("brk.txn_total_order").cast("string"), F.lit("?")),
                      F.lit(" ("), F.col("breaks"), F.lit(" event(s) out of sequence)")),
             topic=F.col("brk.topic"), partition=F.col("brk.partition"), offset=F.col("brk.offset"),
-            key=F.col("brk.key"), txn_id=F.col("txn_id"), table=F.col("brk.table"))),
+            key=F.col("brk.key"), txn_id=F.col("txn_id"), server=F.col("server"), table=F.col("brk.table"))),
         _orphans(events, data, markers),
     ]
     return TransactionResult(findings=findings, transactions=txns)
 
 
 def _orphans(events: DataFrame, data: DataFrame, markers: DataFrame) -> DataFrame:
-    tx_records = events.where(F.col("kind") == "transaction")
-    span = tx_records.agg(F.min("record_ts_ms").alias("lo"), F.max("record_ts_ms").alias("hi"))
-    ids = markers.select(F.col("marker_id").alias("txn_id")).distinct()
+    # per server: the span its transaction topic's records cover
+    span = events.where(F.col("kind") == "transaction").groupBy("server").agg(
+        F.min("record_ts_ms").alias("lo"), F.max("record_ts_ms").alias("hi"))
+    ids = markers.select("server", F.col("marker_id").alias("txn_id")).distinct()
     candidates = events.where(
         (F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("txn_id").isNotNull()
-    ).join(ids, "txn_id", "left_anti").crossJoin(F.broadcast(span))
+    ).join(ids, ["server", "txn_id"], "left_anti").join(F.broadcast(span), "server")
     inside = candidates.where((F.col("record_ts_ms") >= F.col("lo")) & (F.col("record_ts_ms") <= F.col("hi")))
     return inside.select(*finding(
         "orphan_event", F.concat(F.lit("transaction "), F.col("txn_id"), F.lit(" appears on no BEGIN/END")),

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
+from cdc_monitor.checks.cache import NO_CACHE, FrameCache
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -29,8 +31,8 @@ def partition_frame(events: DataFrame) -> DataFrame:
     )
 
 
-def partition_window(events: DataFrame) -> tuple[dict[str, Any], DataFrame]:
-    frame = partition_frame(events).cache()
+def partition_window(events: DataFrame, cache: FrameCache = NO_CACHE) -> tuple[dict[str, Any], DataFrame]:
+    frame = cache.keep(partition_frame(events))
     rows = [r.asDict() for r in frame.orderBy("topic", "partition").collect()]
     window = {
         "start_ms": min((r["min_ts_ms"] for r in rows if r["min_ts_ms"] is not None), default=None),

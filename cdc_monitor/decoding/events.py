@@ -169,7 +169,11 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
     events = stage.withColumn("flavour", flavour).select(
         "topic", "partition", "offset", "record_ts_ms", "timestamp_type", "key", "value_text",
         "kind", "decode_error", "decode_detail", "flavour",
-        F.coalesce(src["name"], src["server"], F.regexp_extract("topic", r"^([^.]+)", 1)).alias("server"),
+        F.coalesce(
+            src["name"], src["server"],
+            F.when(F.col("kind") == "transaction", F.nullif(F.regexp_extract("topic", r"^(.+)\.transaction$", 1), F.lit(""))),
+            F.regexp_extract("topic", r"^([^.]+)", 1),
+        ).alias("server"),
         src["db"].alias("db"),
         src["schema"].alias("schema_name"),
         F.coalesce(src["table"], src["collection"]).alias("table_name"),

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from cdc_monitor.generator.traffic import Generator
 
 SPACING = 4
+STANDALONE_EV = 19  # event index for records between transactions: past any transaction's own events
 TX_RULES = ("missing_end", "missing_begin", "count_mismatch", "collection_count_mismatch", "order_gap",
             "orphan_event")
 SCHEMA_ON_RULES = ("key_schema_name_mismatch", "type_mismatch", "non_optional_null", "invalid_avro_name")
@@ -57,14 +58,19 @@ class FaultPlan:
         self.current: str | None = None
         self.drop_end_next = False
         self.special_pk = 900_000
+        self.txn_no = 0
 
     @property
     def done(self) -> bool:
-        return not self.queue and self.current is None and not self.drop_end_next
+        # a few clean transactions after the last fault, so none of them is the open newest one
+        return not self.queue and self.current is None and not self.drop_end_next and self.txn_no >= self.next_at
 
     # -- helpers -----------------------------------------------------------------------------
     def label(self, rule: str, rec: Rec, txn_id: str | None = None) -> None:
+        """Record the fault; its key takes part in no later fault (one fault, one finding)."""
         self.g.out.labels.append(Label(rule, rec, txn_id if txn_id is not None else rec.txn_id))
+        if rec.table is not None and rec.pk is not None:
+            self.reserved.add((rec.table, rec.pk))
 
     def new_pk(self, table: TableDef) -> int:
         self.special_pk += 1
@@ -93,6 +99,7 @@ class FaultPlan:
 
     # -- hooks ---------------------------------------------------------------------------------
     def before_txn(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        self.txn_no = txn_no
         if self.drop_end_next:
             hooks["drop_previous_end"] = True
             self.drop_end_next = False
@@ -167,7 +174,7 @@ class FaultPlan:
         table = g.rng.choice(TABLES)
         pk = self._take_id(table)
         txn = {"id": f"orphan-{txn_no}", "total_order": 1, "data_collection_order": 1}
-        rec = g.change(table, pk, "c", None, g.row(table, pk, 0), txn=txn, txn_no=txn_no, ev=20, commit_seq=g.seq)
+        rec = g.change(table, pk, "c", None, g.row(table, pk, 0), txn=txn, txn_no=txn_no, ev=STANDALONE_EV, commit_seq=g.seq)
         self.label("orphan_event", rec)
 
     # -- lag faults ------------------------------------------------------------------------------
@@ -273,11 +280,11 @@ class FaultPlan:
         g.proc_ts += 1
         self.label("invalid_json", g.emit(rec))
 
-    def _update(self, txn_no: int, table: TableDef, pk: int, **kw: Any) -> Rec:
+    def _update(self, txn_no: int, table: TableDef, pk: int, ev: int = STANDALONE_EV, **kw: Any) -> Rec:
         g = self.g
         state = g.keys[(table.name, pk)]
         before = state.row if g.f.before_on_update else None
-        return g.change(table, pk, "u", before, g.row(table, pk, 99), txn=None, txn_no=txn_no, ev=20,
+        return g.change(table, pk, "u", before, g.row(table, pk, 99), txn=None, txn_no=txn_no, ev=ev,
                         commit_seq=g.seq, **kw)
 
     def _position_regression(self, txn_no: int, hooks: dict[str, Any]) -> bool:
@@ -287,7 +294,7 @@ class FaultPlan:
         table, pk = picked
         last_txn, last_seq = self.g.keys[(table.name, pk)].last_coords
         self.reserved.add((table.name, pk))
-        rec = self._update(txn_no, table, pk, coords=(last_txn - 1, last_seq - 1, last_seq - 1))
+        rec = self._update(txn_no, table, pk, coords=(last_txn - 1, last_seq - 1, last_seq - 1), ev=0)
         self.label("position_regression", rec)
         return True
 
@@ -308,7 +315,7 @@ class FaultPlan:
         g = self.g
         table = g.rng.choice(TABLES)
         pk = self.new_pk(table)
-        rec = g.change(table, pk, "u", None, g.row(table, pk, 1), txn=None, txn_no=txn_no, ev=20, commit_seq=g.seq)
+        rec = g.change(table, pk, "u", None, g.row(table, pk, 1), txn=None, txn_no=txn_no, ev=STANDALONE_EV, commit_seq=g.seq)
         self.label("missing_create", rec)
 
     def _event_after_delete(self, txn_no: int, hooks: dict[str, Any]) -> bool:
@@ -320,7 +327,7 @@ class FaultPlan:
         tname, pk = g.rng.choice(sorted(dead))
         table = next(t for t in TABLES if t.name == tname)
         self.reserved.add((tname, pk))
-        rec = g.change(table, pk, "u", None, g.row(table, pk, 7), txn=None, txn_no=txn_no, ev=20, commit_seq=g.seq)
+        rec = g.change(table, pk, "u", None, g.row(table, pk, 7), txn=None, txn_no=txn_no, ev=STANDALONE_EV, commit_seq=g.seq)
         g.keys[(tname, pk)].live = False
         self.label("event_after_delete", rec)
         return True

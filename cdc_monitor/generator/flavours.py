@@ -173,8 +173,8 @@ FLAVOURS: dict[str, Flavour] = {
     "dtle": Flavour("dtle", "dbserver1", "inventory", None, None, "0.8.3.Final"),
     "postgresql": Flavour("postgresql", "pgserver1", "postgres", "public", "postgresql", "2.7.3.Final",
                           nullable_columns=True, before_on_update=False),
-    "sqlserver": Flavour("sqlserver", "server1", "testDB", "dbo", "sqlserver", "2.3.4.Final"),
-    "oracle": Flavour("oracle", "server1", "ORCLPDB1", "DEBEZIUM", "oracle", "2.1.4.Final", upper=True),
-    "yugabyte": Flavour("yugabyte", "dbserver1", "yugabyte", "public", "yugabytedb", "1.9.5.y.21",
+    "sqlserver": Flavour("sqlserver", "sqlserver1", "testDB", "dbo", "sqlserver", "2.3.4.Final"),
+    "oracle": Flavour("oracle", "oracle1", "ORCLPDB1", "DEBEZIUM", "oracle", "2.1.4.Final", upper=True),
+    "yugabyte": Flavour("yugabyte", "ybserver1", "yugabyte", "public", "yugabytedb", "1.9.5.y.21",
                         wrap_values=True, nullable_columns=True, before_on_update=False),
 }

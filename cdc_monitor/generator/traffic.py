@@ -40,6 +40,7 @@ class Rec:
     offset: int = -1
     # bookkeeping
     table: str | None = None
+    pk: int | None = None
     txn_id: str | None = None
     raw_key: str | None = None  # serialized key, fixed once computed
     raw_value: str | None = None
@@ -180,7 +181,7 @@ class Generator:
             payload["transaction"] = txn
         rec = Rec(self.f.topic(table.name), self.key_payload(table, pk), payload, self.proc_ts + 1,
                   headers=headers, key_schema=self.key_schemas[table.name],
-                  value_schema=self.value_schemas[table.name], table=table.name,
+                  value_schema=self.value_schemas[table.name], table=table.name, pk=pk,
                   txn_id=txn["id"] if txn else None)
         state = self.keys.setdefault((table.name, pk), KeyState(table, pk))
         state.last, state.last_coords = rec, (txn_no, self.seq)
@@ -194,7 +195,7 @@ class Generator:
 
     def tombstone(self, table: TableDef, pk: int) -> Rec:
         rec = Rec(self.f.topic(table.name), self.key_payload(table, pk), None, self.proc_ts,
-                  key_schema=self.key_schemas[table.name], table=table.name)
+                  key_schema=self.key_schemas[table.name], table=table.name, pk=pk)
         return self.emit(rec)
 
     def marker(self, status: str, txn_id: str, ts_ms: int, counts: dict[str, int] | None = None) -> Rec:
