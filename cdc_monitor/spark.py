@@ -28,6 +28,13 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.driver.memory": "2g",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
 }
+# Needed wherever it runs: UTC times; JSON objects with a repeated key (seed 001's MySQL update
+# repeats "name") parse as from_json does, last one wins, instead of failing as variants.
+CLUSTER_DEFAULTS: dict[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.variant.allowDuplicateKeys": "true",
+}
+LOCAL_DEFAULTS |= CLUSTER_DEFAULTS
 
 
 def _check_java() -> None:
@@ -48,7 +55,7 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None) 
 
     master = master or os.environ.get("CDC_MONITOR_SPARK_MASTER") or "local[*]"
     builder = SparkSession.builder.appName("cdc-monitor").master(master)
-    settings = dict(LOCAL_DEFAULTS) if master.startswith("local") else {"spark.sql.session.timeZone": "UTC"}
+    settings = dict(LOCAL_DEFAULTS) if master.startswith("local") else dict(CLUSTER_DEFAULTS)
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)

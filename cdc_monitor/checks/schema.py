@@ -187,6 +187,7 @@ def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
             checked = (
                 data.where(F.col(column + "_hash") == h)
                 .withColumn("_v", F.try_parse_json(text_col))
+                .where(F.col("_v").isNotNull())  # decoded by from_json, so a variant-only parse failure
                 .select(*LOC_COLUMNS, *[c.alias("_" + rule) for rule, c in problems.items()])
             )
             items = F.array(*[

@@ -6,7 +6,8 @@ Per transaction-topic partition, in offset order:
 - END without BEGIN: ``unverifiable`` when the partition was read from a later offset and the
   END precedes the first BEGIN read (the transaction began before the window), else
   ``missing_begin`` (at the END).
-- BEGIN and END: ``count_mismatch`` (END.event_count vs distinct data events seen),
+- BEGIN and END, begun after every data partition read from a later offset has records (else
+  ``unverifiable``: some of its events may lie before the window): ``count_mismatch`` (END.event_count vs distinct data events seen),
   ``collection_count_mismatch`` (END.data_collections vs events per table), ``order_gap``
   (total_order / data_collection_order not 1..n; at the first data event out of sequence).
 Exact re-deliveries of a data event count once here (the ordering check reports them).
@@ -56,13 +57,23 @@ def _data(events: DataFrame) -> DataFrame:
     )
 
 
-def _per_transaction(markers: DataFrame, partitions: DataFrame) -> DataFrame:
+def _data_start(events: DataFrame, partitions: DataFrame) -> DataFrame:
+    """Per server, when every data partition read from a later offset has records: a
+    transaction that began before that may have events outside the window."""
+    topics = events.where(F.col("kind") == "data").select("topic", "server").distinct()
+    return (
+        partitions.where(~F.col("from_start")).join(topics, "topic")
+        .groupBy("server").agg(F.max("min_ts_ms").alias("data_start"))
+    )
+
+
+def _per_transaction(markers: DataFrame, partitions: DataFrame, data_start: DataFrame) -> DataFrame:
     begins = markers.where(F.col("status") == "BEGIN")
     part_first_begin = begins.groupBy("topic", "partition").agg(F.min("offset").alias("first_begin"))
     next_begin = Window.partitionBy("topic", "partition").orderBy("offset")
     begins = begins.withColumn("next_begin", F.lead("offset").over(next_begin)).select(
         "topic", "partition", "server", F.col("marker_id").alias("txn_id"), F.col("offset").alias("begin_offset"),
-        F.col("key").alias("begin_key"), "next_begin",
+        F.col("key").alias("begin_key"), "next_begin", F.col("record_ts_ms").alias("begin_ts"),
     )
     ends = markers.where(F.col("status") == "END").select(
         "topic", "partition", "server", F.col("marker_id").alias("txn_id"), F.col("offset").alias("end_offset"),
@@ -71,15 +82,18 @@ def _per_transaction(markers: DataFrame, partitions: DataFrame) -> DataFrame:
     )
     # one row per id; repeated markers keep the first of each
     begins = begins.groupBy("topic", "partition", "server", "txn_id").agg(
-        F.min_by(F.struct("begin_offset", "begin_key", "next_begin"), "begin_offset").alias("b"))
+        F.min_by(F.struct("begin_offset", "begin_key", "next_begin", "begin_ts"), "begin_offset").alias("b"))
     ends = ends.groupBy("topic", "partition", "server", "txn_id").agg(
         F.min_by(F.struct("end_offset", "end_key", "event_count", "collections"), "end_offset").alias("e"))
     txns = begins.join(ends, ["topic", "partition", "server", "txn_id"], "full_outer").select(
         "topic", "partition", "server", "txn_id", "b.*", "e.*")
     txns = txns.join(part_first_begin, ["topic", "partition"], "left").join(
-        partitions.select("topic", "partition", "from_start"), ["topic", "partition"], "left")
+        partitions.select("topic", "partition", "from_start"), ["topic", "partition"], "left").join(
+        F.broadcast(data_start), "server", "left")
     status = (
-        F.when(F.col("begin_offset").isNotNull() & F.col("end_offset").isNotNull(), F.lit("complete"))
+        F.when(F.col("begin_offset").isNotNull() & F.col("end_offset").isNotNull()
+               & (F.col("begin_ts") < F.coalesce("data_start", F.lit(0))), F.lit("unverifiable"))
+        .when(F.col("begin_offset").isNotNull() & F.col("end_offset").isNotNull(), F.lit("complete"))
         .when(F.col("begin_offset").isNotNull() & F.col("next_begin").isNotNull(), F.lit("missing_end"))
         .when(F.col("begin_offset").isNotNull(), F.lit("open"))
         .when(~F.col("from_start") & (F.col("first_begin").isNull() | (F.col("end_offset") < F.col("first_begin"))),
@@ -117,7 +131,7 @@ def _order_breaks(data: DataFrame) -> DataFrame:
 def transaction_check(events: DataFrame, partitions: DataFrame, cache: FrameCache = NO_CACHE) -> TransactionResult:
     markers = _markers(events)
     data = _data(events)
-    txns = _per_transaction(markers, partitions)
+    txns = _per_transaction(markers, partitions, _data_start(events, partitions))
     seen, seen_coll = _seen(data)
     breaks = _order_breaks(data)
     on = ["server", "txn_id"]

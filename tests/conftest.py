@@ -1,0 +1,32 @@
+"""One SparkSession for the whole suite; generated captures shared across test modules."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from cdc_monitor.spark import get_spark
+
+    session = get_spark("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def scan(spark):
+    """scan(paths, **config) -> ScanResult over capture files."""
+    from cdc_monitor.config import ScanConfig
+    from cdc_monitor.pipeline import run_scan
+    from cdc_monitor.sources.capture import read_capture
+
+    def _scan(paths, **config):
+        cfg = ScanConfig(max_findings=100_000, **config)
+        return run_scan(read_capture(spark, [str(p) for p in paths]), cfg)
+
+    return _scan
