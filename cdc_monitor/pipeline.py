@@ -44,6 +44,7 @@ class ScanResult:
     findings_by_rule: dict[str, dict[str, int]] = field(default_factory=dict)
     duration_seconds: float = 0.0
     finished_at: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
 
     def worst_count(self, fail_on: str) -> int:
         """Findings at or above ``fail_on`` severity (0 when fail_on is never)."""
@@ -122,9 +123,18 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None) -> ScanResu
 
     cfg = config or ScanConfig()
     started = time.time()
+    timings: dict[str, float] = {}
+    mark = [started]
+
+    def lap(name: str) -> None:
+        now = time.time()
+        timings[name] = round(now - mark[0], 3)
+        mark[0] = now
+
     opts = DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix)
     cache = FrameCache()
-    events = cache.keep(decode_records(source.records, opts))
+    events = cache.materialize(decode_records(source.records, opts))
+    lap("read_decode")
     rejects_count = 0
     finding_frames = [decode_findings(events)]
     if source.rejects is not None:
@@ -133,12 +143,15 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None) -> ScanResu
         if rejects_count:
             finding_frames.append(capture_line_findings(rejects))
     window, partitions = partition_window(events, cache)
+    lap("window")
     checked = run_checks(events, partitions, cfg, cache)
+    lap("checks_plan_and_aggregates")
     finding_frames.extend(checked.findings)
     findings = finding_frames[0]
     for frame in finding_frames[1:]:
         findings = findings.unionByName(frame.select(*FINDING_COLUMNS))
     rows, counts = collect_findings(findings.select(*FINDING_COLUMNS), cfg.max_findings)
+    lap("findings")
     summary = _summary(events, rejects_count)
     summary["findings_by_check"] = findings_by_check(counts)
     summary["findings_by_severity"] = {s: sum(v.values()) for s, v in counts.items()}
@@ -153,7 +166,9 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None) -> ScanResu
         schemas=checked.schemas,
         findings=rows,
         findings_by_rule=counts,
+        timings=timings,
     )
+    lap("summary")
     cache.release()
     result.finished_at = time.time()
     result.duration_seconds = round(result.finished_at - started, 3)

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Set up everything the test suite needs on a fresh machine, then run it (lint + pytest).
+# Usage: bash scripts/test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Java: Spark needs a JDK/JRE 17 or 21.
+if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test.sh: installing Java (openjdk-17-jre-headless)" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  else
+    echo "test.sh: Java not found: install a JDK 17 or 21, or set JAVA_HOME" >&2
+    exit 2
+  fi
+fi
+java -version 2>&1 | head -1 >&2
+
+# Python dependencies in a project-local virtual environment.
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e ".[test]"
+
+.venv/bin/ruff check .
+
+set +e
+.venv/bin/python -m pytest "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "test.sh: pytest collected no tests: failing, a run that tests nothing proves nothing" >&2
+  exit 1
+fi
+exit "$status"

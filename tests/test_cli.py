@@ -1,0 +1,78 @@
+"""The command line as a user runs it: exit codes, one-line errors, JSON on stdout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cdc_monitor.generator import generate
+from cdc_monitor.generator.capture import write_capture
+
+
+def run(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cdc_monitor", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_missing_path_exits_2_with_one_line(tmp_path):
+    proc = run("scan", str(tmp_path / "nope.jsonl"))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "does not exist" in lines[0] and "check the path" in lines[0]
+
+
+@pytest.mark.parametrize("args", [["scan", "--fail-on", "sometimes", "x"], ["scan", "--no-such-flag"],
+                                  ["scan"], ["generate", "--output", "x.jsonl", "--faults", "--events", "10"]])
+def test_bad_arguments_exit_2(args, tmp_path):
+    proc = run(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip()
+
+
+def test_bad_config_exits_2(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("not toml [")
+    capture = tmp_path / "c.jsonl"
+    capture.write_text("")
+    proc = run("scan", str(capture), "--config", str(cfg))
+    assert proc.returncode == 2 and "not valid TOML" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def captures(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    write_capture(generate("postgresql", events=80, seed=5), root / "clean.jsonl")
+    write_capture(generate("mysql", events=600, seed=5, faults=True), root / "faulty.jsonl.gz")
+    return root
+
+
+def test_scan_faulty_capture_json_report_and_exit_1(captures):
+    proc = run("scan", str(captures / "faulty.jsonl.gz"), "--output", "json")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert report["tool"] == "cdc-monitor"
+    for key in ("version", "window", "summary", "lag", "transactions", "findings"):
+        assert key in report
+    summary = report["summary"]
+    for key in ("records", "data_events", "tombstones", "transaction_markers", "invalid_records", "findings_by_check"):
+        assert key in summary
+    assert set(summary["findings_by_check"]) == {"decode", "lag", "transactions", "schema", "ordering"}
+    assert all(v > 0 for v in summary["findings_by_check"].values())
+    finding = report["findings"][0]
+    assert set(finding) >= {"check", "rule", "severity", "topic", "partition", "offset", "offsets", "key", "txn_id", "message"}
+    lag = report["lag"][0]
+    assert set(lag) >= {"topic", "table", "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "negative", "invalid_source_ts",
+                        "snapshot_excluded"}
+
+
+def test_scan_clean_capture_text_report_exit_0_and_fail_on_never(captures, tmp_path):
+    proc = run("scan", str(captures / "clean.jsonl"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "No findings." in proc.stdout and "public.customers" in proc.stdout
+    report_file = tmp_path / "r.json"
+    proc = run("scan", str(captures / "faulty.jsonl.gz"), "--fail-on", "never", "--output", "json",
+               "--report-file", str(report_file), "--quiet")
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert json.loads(report_file.read_text())["findings"]

@@ -1,0 +1,56 @@
+"""Pure logic, no Spark: Kafka's partitioner and the layered configuration."""
+
+import pytest
+
+from cdc_monitor.config import ScanConfig, load_config, parse_duration_ms
+from cdc_monitor.errors import UsageError
+from cdc_monitor.generator.partitioner import murmur2, partition_for
+
+
+def test_murmur2_matches_kafkas_test_vectors():
+    # org.apache.kafka.common.utils.UtilsTest#testMurmur2
+    assert murmur2(b"21") == -973932308
+    assert murmur2(b"foobar") == -790332482
+    assert murmur2(b"a-little-bit-long-string") == -985981536
+    assert murmur2(b"a-little-bit-longer-string") == -1486304829
+    assert murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8") == -58897971
+    assert murmur2(b"abc") == 479470107
+
+
+def test_partition_for_is_stable_and_in_range():
+    keys = [f'{{"id":{i}}}'.encode() for i in range(200)]
+    parts = [partition_for(k, 3) for k in keys]
+    assert parts == [partition_for(k, 3) for k in keys]
+    assert set(parts) == {0, 1, 2}
+
+
+@pytest.mark.parametrize(("text", "ms"), [("15m", 900_000), ("250ms", 250), ("2", 2000), ("1.5s", 1500), ("1h", 3_600_000)])
+def test_durations(text, ms):
+    assert parse_duration_ms(text) == ms
+
+
+def test_bad_duration_says_how_to_fix():
+    with pytest.raises(UsageError, match="use a number with ms, s, m, h or d"):
+        parse_duration_ms("soon")
+
+
+def test_config_layers_file_then_env(tmp_path):
+    cfg_file = tmp_path / "cdc.toml"
+    cfg_file.write_text('[scan]\nlag_threshold = "2m"\nfail_on = "warning"\n\n[tables."inventory.orders"]\nlag_threshold = "5s"\n')
+    cfg = load_config(str(cfg_file), env={})
+    assert (cfg.lag_threshold_ms, cfg.fail_on) == (120_000, "warning")
+    assert cfg.table_lag_threshold_ms == {"inventory.orders": 5000}
+    cfg = load_config(str(cfg_file), env={"CDC_MONITOR_FAIL_ON": "never", "CDC_MONITOR_LAG_THRESHOLD": "30s"})
+    assert (cfg.lag_threshold_ms, cfg.fail_on) == (30_000, "never")
+    assert cfg.with_overrides(fail_on="error").fail_on == "error"
+
+
+def test_config_errors_name_the_problem(tmp_path):
+    with pytest.raises(UsageError, match="does not exist"):
+        load_config(str(tmp_path / "missing.toml"), env={})
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[scan]\nlag_treshold = 3\n")
+    with pytest.raises(UsageError, match="unknown setting 'lag_treshold'"):
+        load_config(str(bad), env={})
+    with pytest.raises(UsageError, match="--fail-on"):
+        ScanConfig().with_overrides(fail_on="sometimes")
