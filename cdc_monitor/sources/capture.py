@@ -12,11 +12,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_monitor.errors import InputError
-from cdc_monitor.sources.base import KAFKA_COLUMNS, SourceResult
+from cdc_monitor.sources.base import KAFKA_SCHEMA, SourceResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -37,6 +38,12 @@ KCAT_SCHEMA = T.StructType(
 )
 _TSTYPES = {"create": 0, "logappend": 1}
 REJECT_TEXT_CHARS = 200
+
+
+def _nullable(col: Column) -> Column:
+    """The same value, typed nullable as in Spark's Kafka source schema (a constant condition
+    would be folded away; every kept record has a topic)."""
+    return F.when(F.col("r.topic").isNotNull(), col)
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[str]:
@@ -85,10 +92,10 @@ def read_capture(spark: SparkSession, paths: Sequence[str | Path]) -> SourceResu
         F.col("r.headers").isNotNull(),
         F.transform(
             F.sequence(F.lit(0), F.floor(F.size("r.headers") / 2).cast("int") - 1),
-            lambda i: F.struct(
+            lambda i: _nullable(F.struct(
                 F.element_at("r.headers", i * 2 + 1).alias("key"),
                 F.encode(F.element_at("r.headers", i * 2 + 2), "UTF-8").alias("value"),
-            ),
+            )),
         ),
     )
     records = parsed.where(ok).select(
@@ -98,11 +105,11 @@ def read_capture(spark: SparkSession, paths: Sequence[str | Path]) -> SourceResu
         F.col("r.partition").alias("partition"),
         F.col("r.offset").alias("offset"),
         F.timestamp_millis("r.ts").alias("timestamp"),
-        tstype.alias("timestampType"),
+        _nullable(tstype).alias("timestampType"),
         F.when(F.size("r.headers") > 1, headers).alias("headers"),
     )
     rejects = parsed.where(~ok).select(
         "file", F.substring(F.col("value"), 1, REJECT_TEXT_CHARS).alias("line")
     )
-    assert records.columns == KAFKA_COLUMNS
+    assert records.schema == KAFKA_SCHEMA, records.schema  # the Kafka source's columns, exactly
     return SourceResult(records=records, rejects=rejects, description={"kind": "capture", "files": files})
