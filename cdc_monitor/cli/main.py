@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -20,6 +21,15 @@ class _Group(click.Group):
         except CdcMonitorError as err:
             click.echo(f"cdc-monitor: error: {err}", err=True)
             sys.exit(err.exit_code)
+        except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as err:  # Spark/JVM failures and bugs: one line, the traceback on request
+            if os.environ.get("CDC_MONITOR_DEBUG"):
+                raise
+            first = (str(err).strip().splitlines() or [""])[0][:300]
+            click.echo(f"cdc-monitor: error: {type(err).__name__}: {first} "
+                       "(set CDC_MONITOR_DEBUG=1 for the traceback)", err=True)
+            sys.exit(EXIT_CANNOT_RUN)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

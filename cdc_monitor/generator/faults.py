@@ -70,11 +70,15 @@ class FaultPlan:
         """Record the fault; its key takes part in no later fault (one fault, one finding)."""
         self.g.out.labels.append(Label(rule, rec, txn_id if txn_id is not None else rec.txn_id))
         if rec.table is not None and rec.pk is not None:
-            self.reserved.add((rec.table, rec.pk))
+            self.reserve(rec.table, rec.pk)
+
+    def reserve(self, table: str, pk: int) -> None:
+        self.reserved.add((table, pk))
+        self.g.reserve(table, pk)
 
     def new_pk(self, table: TableDef) -> int:
         self.special_pk += 1
-        self.reserved.add((table.name, self.special_pk))
+        self.reserve(table.name, self.special_pk)
         return self.special_pk
 
     def live(self, table: TableDef, streamed: bool = False) -> list[int]:
@@ -120,7 +124,7 @@ class FaultPlan:
             hooks["ops"] = [("update", table, a), ("update", table, b)]
         elif rule in ("before_after_mismatch", "key_schema_name_mismatch", "invalid_avro_name"):
             pk = self._take_id(table)
-            self.reserved.add((table.name, pk))
+            self.reserve(table.name, pk)
             hooks["ops"] = [("create", table, pk)]
         elif rule in ("negative_lag", "invalid_source_ts", "type_mismatch", "non_optional_null", "op_missing",
                       "invalid_op", "missing_source_field", "key_payload_mismatch", "lag_spike"):
@@ -293,7 +297,7 @@ class FaultPlan:
             return False
         table, pk = picked
         last_txn, last_seq = self.g.keys[(table.name, pk)].last_coords
-        self.reserved.add((table.name, pk))
+        self.reserve(table.name, pk)
         rec = self._update(txn_no, table, pk, coords=(last_txn - 1, last_seq - 1, last_seq - 1), ev=0)
         self.label("position_regression", rec)
         return True
@@ -303,7 +307,7 @@ class FaultPlan:
         if picked is None:
             return False
         table, pk = picked
-        self.reserved.add((table.name, pk))
+        self.reserve(table.name, pk)
         orig = self.g.keys[(table.name, pk)].last
         dup = copy.copy(orig)
         dup.ts = self.g.proc_ts
@@ -326,7 +330,7 @@ class FaultPlan:
             return False
         tname, pk = g.rng.choice(sorted(dead))
         table = next(t for t in TABLES if t.name == tname)
-        self.reserved.add((tname, pk))
+        self.reserve(tname, pk)
         rec = g.change(table, pk, "u", None, g.row(table, pk, 7), txn=None, txn_no=txn_no, ev=STANDALONE_EV, commit_seq=g.seq)
         g.keys[(tname, pk)].live = False
         self.label("event_after_delete", rec)
@@ -341,7 +345,7 @@ class FaultPlan:
         if picked is None:
             return False
         table, pk = picked
-        self.reserved.add((table.name, pk))
+        self.reserve(table.name, pk)
         wrong = (self.g.home_partition(table, pk) + 1) % self.g.partitions
         rec = self._update(txn_no, table, pk, partition=wrong)
         self.label("key_in_multiple_partitions", rec)

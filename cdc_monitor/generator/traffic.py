@@ -63,6 +63,37 @@ class KeyState:
     row: dict[str, Any] | None = None  # the row as the database has it (faults never touch it)
 
 
+class KeyPool:
+    """A set with O(1) add, discard and deterministic random choice (large generations stay linear)."""
+
+    def __init__(self) -> None:
+        self.items: list[int] = []
+        self.pos: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __contains__(self, x: int) -> bool:
+        return x in self.pos
+
+    def add(self, x: int) -> None:
+        if x not in self.pos:
+            self.pos[x] = len(self.items)
+            self.items.append(x)
+
+    def discard(self, x: int) -> None:
+        i = self.pos.pop(x, None)
+        if i is None:
+            return
+        last = self.items.pop()
+        if i < len(self.items):
+            self.items[i] = last
+            self.pos[last] = i
+
+    def choice(self, rng: random.Random) -> int:
+        return self.items[rng.randrange(len(self.items))]
+
+
 @dataclass
 class Traffic:
     flavour: Flavour
@@ -108,6 +139,9 @@ class Generator:
         self.tombstones = tombstones
         self.out = Traffic(self.f, partitions=partitions, schemas=schemas)
         self.keys: dict[tuple[str, int], KeyState] = {}
+        # keys free for ordinary traffic (faults take theirs out with ``reserve``)
+        self.live_pool = {t.name: KeyPool() for t in TABLES}
+        self.dead_pool = {t.name: KeyPool() for t in TABLES}
         self.next_id = {t.name: 1001 for t in TABLES}
         self.source_ts = BASE_TS_MS + seed * 1000
         self.proc_ts = self.source_ts + 200
@@ -185,13 +219,30 @@ class Generator:
                   txn_id=txn["id"] if txn else None)
         state = self.keys.setdefault((table.name, pk), KeyState(table, pk))
         state.last, state.last_coords = rec, (txn_no, self.seq)
+        state.live = op != "d"
         if after is not None:
             state.row = after
+        self._track(table.name, pk, op)
         if snapshot == "false":
             self.seq += 1
         self.proc_ts += 1
         self.data_events += 1
         return self.emit(rec, partition)
+
+    def _track(self, table: str, pk: int, op: str) -> None:
+        if self.plan is not None and (table, pk) in self.plan.reserved:
+            return
+        if op == "d":
+            self.live_pool[table].discard(pk)
+            self.dead_pool[table].add(pk)
+        elif op in ("c", "r", "u"):
+            self.dead_pool[table].discard(pk)
+            self.live_pool[table].add(pk)
+
+    def reserve(self, table: str, pk: int) -> None:
+        """Take a key out of ordinary traffic (a fault owns it now)."""
+        self.live_pool[table].discard(pk)
+        self.dead_pool[table].discard(pk)
 
     def tombstone(self, table: TableDef, pk: int) -> Rec:
         rec = Rec(self.f.topic(table.name), self.key_payload(table, pk), None, self.proc_ts,
@@ -235,34 +286,52 @@ class Generator:
     def live_keys(self, table: TableDef) -> list[int]:
         return [pk for (t, pk), s in self.keys.items() if t == table.name and s.live]
 
-    def plan_ops(self, n: int, want_tables: int = 1) -> list[tuple[str, TableDef, int]]:
+    def plan_ops(self, n: int) -> list[tuple[str, TableDef, int]]:
         """[(action, table, pk)] with action in create/update/delete/pkchange/reinsert."""
         ops: list[tuple[str, TableDef, int]] = []
-        reserved = self.plan.reserved if self.plan is not None else set()
-        live = {t.name: {pk for pk in self.live_keys(t) if (t.name, pk) not in reserved} for t in TABLES}
-        tables = self.rng.sample(TABLES, want_tables) if want_tables > 1 else []
-        for i in range(n):
-            table = tables[i % len(tables)] if tables else self.rng.choice(TABLES)
+        added = {t.name: [] for t in TABLES}  # created earlier in this transaction
+        removed = {t.name: set() for t in TABLES}  # deleted earlier in this transaction
+
+        def pick(table: TableDef) -> int | None:
+            pool = self.live_pool[table.name]
+            for _ in range(8):
+                fresh = [pk for pk in added[table.name] if pk not in removed[table.name]]
+                if fresh and (not pool or self.rng.random() < 0.2):
+                    pk = self.rng.choice(fresh)
+                elif pool:
+                    pk = pool.choice(self.rng)
+                else:
+                    return None
+                if pk not in removed[table.name]:
+                    return pk
+            return None
+
+        for _ in range(n):
+            table = self.rng.choice(TABLES)
             roll = self.rng.random()
-            dead = [pk for (t, pk), s in self.keys.items() if t == table.name and not s.live
-                    and pk not in live[table.name] and (t, pk) not in reserved]
-            if roll < 0.35 or len(live[table.name]) < 3:
+            live_count = len(self.live_pool[table.name]) + len(added[table.name]) - len(removed[table.name])
+            target = pick(table) if live_count >= 3 else None
+            dead = self.dead_pool[table.name]
+            if roll < 0.35 or target is None:
                 action, pk = "create", self.next_id[table.name]
                 self.next_id[table.name] += 1
             elif roll < 0.80:
-                action, pk = "update", self.rng.choice(sorted(live[table.name]))
+                action, pk = "update", target
             elif roll < 0.90:
-                action, pk = "delete", self.rng.choice(sorted(live[table.name]))
+                action, pk = "delete", target
             elif roll < 0.95:
-                action, pk = "pkchange", self.rng.choice(sorted(live[table.name]))
-            elif dead:
-                action, pk = "reinsert", self.rng.choice(sorted(dead))
+                action, pk = "pkchange", target
+            elif len(dead) and dead.items[0] not in removed[table.name]:
+                action, pk = "reinsert", dead.choice(self.rng)
             else:
-                action, pk = "update", self.rng.choice(sorted(live[table.name]))
+                action, pk = "update", target
             if action in ("create", "reinsert"):
-                live[table.name].add(pk)
+                if action == "reinsert" and (pk in removed[table.name] or pk in added[table.name]):
+                    action, pk = "create", self.next_id[table.name]
+                    self.next_id[table.name] += 1
+                added[table.name].append(pk)
             elif action in ("delete", "pkchange"):
-                live[table.name].discard(pk)
+                removed[table.name].add(pk)
             ops.append((action, table, pk))
         return ops
 
