@@ -67,6 +67,7 @@ class ScanResult:
             "transactions": self.transactions,
             "schemas": self.schemas,
             "findings": self.findings,
+            "timings_seconds": self.timings,
         }
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cdc_monitor.generator.faults import RULE_CHECKS
-from cdc_monitor.generator.traffic import Traffic, serialize
+from cdc_monitor.generator.records import Traffic, serialize
 
 
 def kcat_lines(traffic: Traffic) -> Iterator[str]:

@@ -12,8 +12,8 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.generator.flavours import TABLES, TableDef
+from cdc_monitor.generator.records import Label, Rec
 from cdc_monitor.generator.schemas import envelope_schema, key_schema
-from cdc_monitor.generator.traffic import Label, Rec
 
 if TYPE_CHECKING:
     from cdc_monitor.generator.traffic import Generator

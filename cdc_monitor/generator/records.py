@@ -1,0 +1,109 @@
+"""Generated records and their bookkeeping: what the generator emits, and how it is serialized."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdc_monitor.generator.flavours import Flavour, TableDef
+
+
+@dataclass
+class Rec:
+    topic: str
+    key: Any
+    value: Any  # dict payload, None for a tombstone, str for raw (garbage) text
+    ts: int
+    headers: list[tuple[str, str]] | None = None
+    key_schema: dict[str, Any] | None = None
+    value_schema: dict[str, Any] | None = None
+    partition: int | None = None
+    offset: int = -1
+    # bookkeeping
+    table: str | None = None
+    pk: int | None = None
+    txn_id: str | None = None
+    raw_key: str | None = None  # serialized key, fixed once computed
+    raw_value: str | None = None
+
+
+@dataclass
+class Label:
+    rule: str
+    rec: Rec
+    txn_id: str | None = None
+
+
+@dataclass
+class KeyState:
+    table: TableDef
+    pk: int
+    live: bool = True
+    last: Rec | None = None
+    last_coords: tuple[int, int] = (0, 0)  # (txn_no, seq) of the last event
+    row: dict[str, Any] | None = None  # the row as the database has it (faults never touch it)
+
+
+class KeyPool:
+    """A set with O(1) add, discard and deterministic random choice (large generations stay linear)."""
+
+    def __init__(self) -> None:
+        self.items: list[int] = []
+        self.pos: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __contains__(self, x: int) -> bool:
+        return x in self.pos
+
+    def add(self, x: int) -> None:
+        if x not in self.pos:
+            self.pos[x] = len(self.items)
+            self.items.append(x)
+
+    def discard(self, x: int) -> None:
+        i = self.pos.pop(x, None)
+        if i is None:
+            return
+        last = self.items.pop()
+        if i < len(self.items):
+            self.items[i] = last
+            self.pos[last] = i
+
+    def choice(self, rng: random.Random) -> int:
+        return self.items[rng.randrange(len(self.items))]
+
+
+@dataclass
+class Traffic:
+    flavour: Flavour
+    records: list[Rec] = field(default_factory=list)
+    labels: list[Label] = field(default_factory=list)
+    partitions: int = 3
+    schemas: bool = True
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def serialize_key(rec: Rec, schemas: bool) -> str | None:
+    if rec.raw_key is None and rec.key is not None:
+        rec.raw_key = _dumps({"schema": rec.key_schema, "payload": rec.key} if schemas and rec.key_schema else rec.key)
+    return rec.raw_key
+
+
+def serialize(rec: Rec, schemas: bool) -> tuple[str | None, str | None]:
+    """Key and value text; the value is fixed at first call, so call it only once faults are applied."""
+    serialize_key(rec, schemas)
+    if rec.raw_value is None and rec.value is not None:
+        if isinstance(rec.value, str):
+            rec.raw_value = rec.value
+        elif schemas and rec.value_schema:
+            rec.raw_value = _dumps({"schema": rec.value_schema, "payload": rec.value})
+        else:
+            rec.raw_value = _dumps(rec.value)
+    return rec.raw_key, rec.raw_value
