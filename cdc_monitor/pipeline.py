@@ -7,6 +7,7 @@ and (capped) findings are collected to the driver.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -119,7 +120,9 @@ def findings_by_check(counts: dict[str, dict[str, int]]) -> dict[str, int]:
     return out
 
 
-def run_scan(source: SourceResult, config: ScanConfig | None = None) -> ScanResult:
+def run_scan(source: SourceResult, config: ScanConfig | None = None,
+             progress: Callable[[str], None] | None = None) -> ScanResult:
+    """Decode, check and summarise one window. ``progress`` receives a line per finished phase."""
     from cdc_monitor.checks.registry import run_checks
 
     cfg = config or ScanConfig()
@@ -127,10 +130,12 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None) -> ScanResu
     timings: dict[str, float] = {}
     mark = [started]
 
-    def lap(name: str) -> None:
+    def lap(name: str, detail: str = "") -> None:
         now = time.time()
         timings[name] = round(now - mark[0], 3)
         mark[0] = now
+        if progress is not None:
+            progress(f"{name.replace('_', ' ')}: {timings[name]:.1f}s{detail}")
 
     opts = DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix)
     cache = FrameCache()
@@ -144,7 +149,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None) -> ScanResu
         if rejects_count:
             finding_frames.append(capture_line_findings(rejects))
     window, partitions = partition_window(events, cache)
-    lap("window")
+    lap("window", f" ({len(window['partitions'])} partitions)")
     checked = run_checks(events, partitions, cfg, cache)
     lap("checks_plan_and_aggregates")
     finding_frames.extend(checked.findings)
@@ -152,7 +157,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None) -> ScanResu
     for frame in finding_frames[1:]:
         findings = findings.unionByName(frame.select(*FINDING_COLUMNS))
     rows, counts = collect_findings(findings.select(*FINDING_COLUMNS), cfg.max_findings)
-    lap("findings")
+    lap("findings", f" ({sum(n for per in counts.values() for n in per.values())} found)")
     summary = _summary(events, rejects_count)
     summary["findings_by_check"] = findings_by_check(counts)
     summary["findings_by_severity"] = {s: sum(v.values()) for s, v in counts.items()}

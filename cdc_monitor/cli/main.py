@@ -80,7 +80,7 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
 
     spark = get_spark(cfg.spark_master, cfg.spark_conf)
     out.log(f"cdc-monitor: scanning {len(paths)} path(s) ...")
-    result = run_scan(read_capture(spark, paths), cfg)
+    result = run_scan(read_capture(spark, paths), cfg, progress=lambda line: out.log(f"cdc-monitor: {line}"))
     out.report(result)
     failing = result.worst_count(cfg.fail_on)
     out.log(f"cdc-monitor: done in {time.time() - started:.1f}s; {failing} finding(s) at or above "
