@@ -1,0 +1,55 @@
+"""Lag definitions of design.md section 3 on hand-made events with known lags."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+from tests.support.captures import kcat_line, write_lines
+
+BASE = 1_767_225_600_000
+
+
+def event(i: int, lag_ms: int, *, table: str = "orders", op: str = "u", snapshot: str = "false",
+          source_ts: int | None = None, spacing: int = 1000) -> str:
+    src_ts = BASE + i * spacing if source_ts is None else source_ts
+    value = {"before": None, "after": {"id": i}, "op": op, "ts_ms": (src_ts if source_ts is None else BASE) + lag_ms,
+             "source": {"connector": "mysql", "name": "srv", "db": "shop", "table": table, "ts_ms": src_ts,
+                        "snapshot": snapshot, "file": "mysql-bin.000001", "pos": 100 + i, "row": 0}}
+    return kcat_line(f"srv.shop.{table}", 0, i, json.dumps({"id": i}), json.dumps(value), value["ts_ms"] + 5)
+
+
+def nearest_rank(values: list[int], p: float) -> int:
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(p * len(ordered) / 100)) - 1]
+
+
+def test_percentiles_are_exact_nearest_rank_and_edges_are_counted(scan, tmp_path):
+    rng = random.Random(3)
+    lags = [rng.randrange(0, 5000) for _ in range(197)] + [-250, -40, 70_000]  # skew and one spike
+    lines = [event(i, lag) for i, lag in enumerate(lags)]
+    n = len(lags)
+    lines += [event(n + 1, 10, op="r", snapshot="true"), event(n + 2, 10, op="c", snapshot="last")]
+    lines += [event(n + 3, 10, source_ts=0), event(n + 4, 10, source_ts=5_000_000_000_000)]  # implausible
+    result = scan([write_lines(tmp_path / "lag.jsonl", lines)])
+    (row,) = result.lag
+    assert row["count"] == n
+    for name, p in (("p50_ms", 50), ("p95_ms", 95), ("p99_ms", 99)):
+        assert row[name] == nearest_rank(lags, p), name
+    assert row["max_ms"] == 70_000 and row["sum_ms"] == sum(lags)
+    assert row["negative"] == 2 and row["invalid_source_ts"] == 2 and row["snapshot_excluded"] == 2
+    rules = sorted(f["rule"] for f in result.findings)
+    assert rules == ["invalid_source_ts"] * 2 + ["lag_spike"] + ["negative_lag"] * 2
+
+
+def test_spikes_are_runs_per_table_and_thresholds_per_table(scan, tmp_path):
+    # In processing (ts_ms) order, orders: 3 high in a row, normal, 2 high -> two spikes;
+    # customers: 90 s lag under its own 120 s threshold -> none.
+    lags = [100, 90_000, 91_000, 92_000, 100, 95_000, 96_000, 100]
+    lines = [event(i, lag, spacing=200_000) for i, lag in enumerate(lags)]
+    lines += [event(20 + i, 90_000, table="customers", spacing=200_000) for i in range(3)]
+    result = scan([write_lines(tmp_path / "spikes.jsonl", lines)],
+                  table_lag_threshold_ms={"shop.customers": 120_000})
+    spikes = sorted((f["table"], f["offset"], tuple(f["offsets"])) for f in result.findings if f["rule"] == "lag_spike")
+    assert spikes == [("shop.orders", 1, (1, 2, 3)), ("shop.orders", 5, (5, 6))]
