@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
 from cdc_monitor import __version__
@@ -99,8 +98,10 @@ def _events_by_table(events: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict() for r in rows]
 
 
-def collect_findings(findings: DataFrame, limit: int) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
-    findings = findings.persist(StorageLevel.MEMORY_AND_DISK)
+def collect_findings(findings: DataFrame, limit: int, cache: FrameCache
+                     ) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """Counts per severity and rule (complete) and the first ``limit`` findings, from one computation."""
+    findings = cache.keep(findings)
     counts: dict[str, dict[str, int]] = {}
     for r in findings.groupBy("severity", "rule").count().collect():
         counts.setdefault(r["severity"], {})[r["rule"]] = int(r["count"])
@@ -108,7 +109,6 @@ def collect_findings(findings: DataFrame, limit: int) -> tuple[list[dict[str, An
         r.asDict(recursive=True)
         for r in findings.orderBy("check", "rule", "topic", "partition", "offset", "txn_id").limit(limit).collect()
     ]
-    findings.unpersist()
     return rows, counts
 
 
@@ -156,7 +156,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     findings = finding_frames[0]
     for frame in finding_frames[1:]:
         findings = findings.unionByName(frame.select(*FINDING_COLUMNS))
-    rows, counts = collect_findings(findings.select(*FINDING_COLUMNS), cfg.max_findings)
+    rows, counts = collect_findings(findings.select(*FINDING_COLUMNS), cfg.max_findings, cache)
     lap("findings", f" ({sum(n for per in counts.values() for n in per.values())} found)")
     summary = _summary(events, rejects_count)
     summary["findings_by_check"] = findings_by_check(counts)

@@ -45,8 +45,10 @@ RULES: dict[str, tuple[str, str, str]] = {
 CHECKS = ("decode", "lag", "transactions", "schema", "ordering")
 
 
-def finding(
-    rule: str,
+def _finding_columns(
+    check: Column,
+    rule: Column,
+    severity: Column,
     message: Column,
     *,
     topic: Column | None = None,
@@ -59,7 +61,6 @@ def finding(
     table: Column | None = None,
 ) -> list[Column]:
     """Select-list for one finding row; missing locations become typed nulls."""
-    check, severity, _ = RULES[rule]
 
     def _or_null(col: Column | None, typ: str) -> Column:
         return (col if col is not None else F.lit(None)).cast(typ)
@@ -68,9 +69,9 @@ def finding(
     if offsets is None:
         offsets = F.when(offset_col.isNotNull(), F.array(offset_col))
     return [
-        F.lit(check).alias("check"),
-        F.lit(rule).alias("rule"),
-        F.lit(severity).alias("severity"),
+        check.alias("check"),
+        rule.alias("rule"),
+        severity.alias("severity"),
         _or_null(topic, "string").alias("topic"),
         _or_null(partition, "int").alias("partition"),
         offset_col.alias("offset"),
@@ -83,14 +84,14 @@ def finding(
     ]
 
 
-def dynamic_finding(rule: Column, message: Column, **loc: Column) -> list[Column]:
-    """Like ``finding`` for a rule computed per row (check and severity looked up from RULES)."""
+def finding(rule: str, message: Column, **loc: Column | None) -> list[Column]:
+    """Select-list for a finding of ``rule`` (check and severity from RULES)."""
+    check, severity, _ = RULES[rule]
+    return _finding_columns(F.lit(check), F.lit(rule), F.lit(severity), message, **loc)
+
+
+def dynamic_finding(rule: Column, message: Column, **loc: Column | None) -> list[Column]:
+    """Like ``finding`` for a rule computed per row."""
     checks = F.create_map(*[x for r, (c, _, _) in RULES.items() for x in (F.lit(r), F.lit(c))])
     sevs = F.create_map(*[x for r, (_, s, _) in RULES.items() for x in (F.lit(r), F.lit(s))])
-    cols = finding("invalid_json", message, **loc)  # a template; check/rule/severity replaced below
-    return [
-        F.element_at(checks, rule).alias("check"),
-        rule.alias("rule"),
-        F.element_at(sevs, rule).alias("severity"),
-        *cols[3:],
-    ]
+    return _finding_columns(F.element_at(checks, rule), rule, F.element_at(sevs, rule), message, **loc)

@@ -178,12 +178,12 @@ def transaction_check(events: DataFrame, partitions: DataFrame, cache: FrameCach
                      F.lit(" ("), F.col("breaks"), F.lit(" event(s) out of sequence)")),
             topic=F.col("brk.topic"), partition=F.col("brk.partition"), offset=F.col("brk.offset"),
             key=F.col("brk.key"), txn_id=F.col("txn_id"), server=F.col("server"), table=F.col("brk.table"))),
-        _orphans(events, data, markers),
+        _orphans(events, markers),
     ]
     return TransactionResult(findings=findings, transactions=txns)
 
 
-def _orphans(events: DataFrame, data: DataFrame, markers: DataFrame) -> DataFrame:
+def _orphans(events: DataFrame, markers: DataFrame) -> DataFrame:
     # per server: the span its transaction topic's records cover
     span = events.where(F.col("kind") == "transaction").groupBy("server").agg(
         F.min("record_ts_ms").alias("lo"), F.max("record_ts_ms").alias("hi"))
