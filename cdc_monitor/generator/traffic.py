@@ -183,9 +183,6 @@ class Generator:
                             commit_seq=0, snapshot="last" if last else "true")
         self.proc_ts += 50
 
-    def live_keys(self, table: TableDef) -> list[int]:
-        return [pk for (t, pk), s in self.keys.items() if t == table.name and s.live]
-
     def plan_ops(self, n: int) -> list[tuple[str, TableDef, int]]:
         """[(action, table, pk)] with action in create/update/delete/pkchange/reinsert."""
         ops: list[tuple[str, TableDef, int]] = []
