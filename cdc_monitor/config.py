@@ -35,6 +35,7 @@ class ScanConfig:
     max_findings: int = 10_000
     spark_master: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
+    kafka_conf: dict[str, str] = field(default_factory=dict)  # librdkafka settings (kafka.* without the prefix)
 
     def with_overrides(self, **values: Any) -> ScanConfig:
         known = {f.name for f in fields(self)}
@@ -56,7 +57,7 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
             out["transaction_topic_regex"] = "^" + re.escape(str(value)) + "$"
         elif name in {f.name for f in fields(ScanConfig)}:
             out[name] = value
-        elif name not in ("tables", "spark"):
+        elif name not in ("tables", "spark", "kafka"):
             raise UsageError(f"{origin}: unknown setting {key!r}; see README 'Configuration'")
     tables = data.get("tables", {})
     thresholds = {t: parse_duration_ms(v.get("lag_threshold"), f"{origin}: tables.{t}.lag_threshold")
@@ -65,6 +66,8 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
         out["table_lag_threshold_ms"] = thresholds
     if isinstance(data.get("spark"), dict):
         out["spark_conf"] = {str(k): str(v) for k, v in data["spark"].items()}
+    if isinstance(data.get("kafka"), dict):
+        out["kafka_conf"] = {str(k): str(v) for k, v in data["kafka"].items()}
     return out
 
 
@@ -88,4 +91,8 @@ def load_config(path: str | None, env: dict[str, str] | None = None) -> ScanConf
         picked["fail_on"] = env_map["fail_on"]
     if "transaction_topic" in env_map:
         picked["transaction_topic_regex"] = "^" + re.escape(env_map["transaction_topic"]) + "$"
+    # CDC_MONITOR_KAFKA_SASL_PASSWORD=... -> sasl.password: secrets stay off the command line
+    kafka_env = {k[len("kafka_"):].replace("_", "."): v for k, v in env_map.items() if k.startswith("kafka_")}
+    if kafka_env:
+        picked["kafka_conf"] = cfg.kafka_conf | kafka_env
     return cfg.with_overrides(**picked)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,8 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None) 
     _check_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    # Python workers (the Kafka data source's readers) must run this interpreter, with our packages
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     master = master or os.environ.get("CDC_MONITOR_SPARK_MASTER") or "local[*]"

@@ -30,3 +30,13 @@ def scan(spark):
         return run_scan(read_capture(spark, [str(p) for p in paths]), cfg)
 
     return _scan
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """bootstrap servers of a tansu broker started once for the session."""
+    from tests.support.broker import Tansu
+
+    broker = Tansu(tmp_path_factory.mktemp("tansu") / "tansu.log")
+    yield broker.bootstrap
+    broker.stop()

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import Any
 
 import click
 
 from cdc_monitor import __version__
+from cdc_monitor.cli.kafka_flags import kafka_flags, pop_kafka_flags
 from cdc_monitor.errors import EXIT_CANNOT_RUN, EXIT_FINDINGS, EXIT_OK, CdcMonitorError, UsageError
 
 
@@ -40,6 +42,7 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path())
+@kafka_flags
 @click.option("--config", "config_file", type=click.Path(), help="TOML config file (flags override it).")
 @click.option("--transaction-topic", help="Transaction topic name (default: any '<prefix>.transaction').")
 @click.option("--lag-threshold", help="Lag above which a lag_spike is reported (default 60s).")
@@ -52,40 +55,44 @@ def cli() -> None:
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str | None,
          lag_threshold: str | None, output_mode: str, report_file: str | None, fail_on: str | None,
-         max_findings: int | None, spark_master: str | None, quiet: bool) -> None:
-    """Scan one bounded window of CDC records (kcat -J capture files or folders) and report."""
-    import re
-
+         max_findings: int | None, spark_master: str | None, quiet: bool, **kafka: Any) -> None:
+    """Scan one bounded window of CDC records (kcat -J captures, or Kafka topics) and report."""
     from cdc_monitor.cli.output import Output
-    from cdc_monitor.config import load_config, parse_duration_ms
-    from cdc_monitor.sources.capture import expand_paths
+    from cdc_monitor.sources.inputs import prepare_input
 
     out = Output(output_mode, report_file, quiet)
-    cfg = load_config(config_file)
-    cfg = cfg.with_overrides(
-        fail_on=fail_on,
-        max_findings=max_findings,
-        spark_master=spark_master,
-        lag_threshold_ms=parse_duration_ms(lag_threshold, "--lag-threshold") if lag_threshold else None,
-        transaction_topic_regex="^" + re.escape(transaction_topic) + "$" if transaction_topic else None,
-    )
-    if not paths:
-        raise UsageError("nothing to scan: pass capture files/folders (kcat -J output)")
-    expand_paths(paths)  # fail fast, before Spark starts
+    cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, fail_on=fail_on,
+                      max_findings=max_findings, spark_master=spark_master)
     started = time.time()
+    source_input = prepare_input(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf))  # before Spark
     out.log("cdc-monitor: starting Spark ...")
     from cdc_monitor.pipeline import run_scan
-    from cdc_monitor.sources.capture import read_capture
     from cdc_monitor.spark import get_spark
 
     spark = get_spark(cfg.spark_master, cfg.spark_conf)
-    out.log(f"cdc-monitor: scanning {len(paths)} path(s) ...")
-    result = run_scan(read_capture(spark, paths), cfg, progress=lambda line: out.log(f"cdc-monitor: {line}"))
+    what = f"{len(source_input.ranges)} Kafka partition(s)" if source_input.ranges is not None else f"{len(paths)} path(s)"
+    out.log(f"cdc-monitor: scanning {what} ...")
+    result = run_scan(source_input.read(spark), cfg, progress=lambda line: out.log(f"cdc-monitor: {line}"))
     out.report(result)
     failing = result.worst_count(cfg.fail_on)
     out.log(f"cdc-monitor: done in {time.time() - started:.1f}s; {failing} finding(s) at or above "
             f"--fail-on {cfg.fail_on}")
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
+
+
+def scan_config(config_file: str | None, transaction_topic: str | None, lag_threshold: str | None = None,
+                **overrides: Any):
+    """Defaults < config file < environment < flags."""
+    import re
+
+    from cdc_monitor.config import load_config, parse_duration_ms
+
+    cfg = load_config(config_file)
+    return cfg.with_overrides(
+        lag_threshold_ms=parse_duration_ms(lag_threshold, "--lag-threshold") if lag_threshold else None,
+        transaction_topic_regex="^" + re.escape(transaction_topic) + "$" if transaction_topic else None,
+        **overrides,
+    )
 
 
 @cli.command()
@@ -97,19 +104,40 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
 @click.option("--schemas/--no-schemas", default=True, show_default=True, help="JSON converter schemas on/off.")
 @click.option("--tombstones/--no-tombstones", default=True, show_default=True)
 @click.option("--partitions", type=click.IntRange(1), default=3, show_default=True)
-@click.option("--output", "output_path", type=click.Path(), required=True,
-              help="Capture file to write (kcat -J lines; .gz for gzip).")
+@click.option("--output", "output_path", type=click.Path(), help="Capture file to write (kcat -J lines; .gz for gzip).")
+@click.option("--bootstrap-servers", help="Produce to Kafka at HOST:PORT instead (topics created when missing).")
+@click.option("-X", "--kafka-option", "kafka_option", multiple=True, metavar="KEY=VALUE", help="librdkafka producer setting.")
 @click.option("--labels", "labels_path", type=click.Path(), help="Labels file (default: next to the capture).")
 def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, tombstones: bool,
-             partitions: int, output_path: str, labels_path: str | None) -> None:
-    """Write synthetic Debezium traffic (optionally with labelled faults) as a kcat -J capture."""
+             partitions: int, output_path: str | None, bootstrap_servers: str | None, kafka_option: tuple[str, ...],
+             labels_path: str | None) -> None:
+    """Write synthetic Debezium traffic (optionally with labelled faults) as a kcat -J capture or to Kafka."""
     from cdc_monitor.generator import generate as gen
-    from cdc_monitor.generator.capture import default_labels_path, write_capture
+    from cdc_monitor.generator.capture import default_labels_path, write_capture, write_labels
 
+    if bool(output_path) == bool(bootstrap_servers):
+        raise UsageError("give exactly one of --output PATH and --bootstrap-servers HOST:PORT")
     if faults and events < 500:
         raise UsageError("--faults needs --events 500 or more to place every fault apart")
+    if faults and bootstrap_servers and not labels_path:
+        raise UsageError("--faults with --bootstrap-servers needs --labels PATH for the fault labels")
     traffic = gen(flavour, events=events, seed=seed, schemas=schemas, tombstones=tombstones,
                   partitions=partitions, faults=faults)
+    if bootstrap_servers:
+        from cdc_monitor.config import load_config
+        from cdc_monitor.generator.produce import produce_traffic
+        from cdc_monitor.sources.inputs import KafkaFlags
+        from cdc_monitor.sources.kafka.options import KafkaOptions
+
+        flags = KafkaFlags(bootstrap_servers=bootstrap_servers, options=kafka_option,
+                           client_conf=load_config(None).kafka_conf)
+        sent = produce_traffic(traffic, KafkaOptions.from_options(flags.source_options()))
+        msg = f"produced {sent['records']} records to {len(sent['topics'])} topic(s) at {bootstrap_servers}"
+        if faults and labels_path:
+            msg += f" and {write_labels(traffic, labels_path)} fault labels to {labels_path}"
+        click.echo(msg, err=True)
+        return
+    assert output_path is not None
     labels = (labels_path or default_labels_path(output_path)) if faults else None
     written = write_capture(traffic, output_path, labels)
     msg = f"wrote {written['records']} records to {written['capture']}"

@@ -49,12 +49,16 @@ def write_capture(traffic: Traffic, path: str | Path, labels_path: str | Path | 
             n += 1
     written: dict[str, Any] = {"capture": str(path), "records": n}
     if labels_path is not None:
-        labels = label_dicts(traffic)
-        with _open(Path(labels_path)) as fh:
-            for lab in labels:
-                fh.write(json.dumps(lab) + "\n")
-        written |= {"labels": str(labels_path), "faults": len(labels)}
+        written |= {"labels": str(labels_path), "faults": write_labels(traffic, labels_path)}
     return written
+
+
+def write_labels(traffic: Traffic, labels_path: str | Path) -> int:
+    labels = label_dicts(traffic)
+    with _open(Path(labels_path)) as fh:
+        for lab in labels:
+            fh.write(json.dumps(lab) + "\n")
+    return len(labels)
 
 
 def default_labels_path(capture: str | Path) -> Path:

@@ -1,0 +1,41 @@
+"""The Kafka input flags shared by scan, gate and watch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from cdc_monitor.sources.inputs import KafkaFlags
+
+_FLAGS = [
+    click.option("--bootstrap-servers", help="Read from Kafka at HOST:PORT[,...] instead of capture files."),
+    click.option("--topics", help="Regex of topics to read (whole names; default: all but internal topics). "
+                 "The '<prefix>.transaction' topic of each is added when it exists."),
+    click.option("--since", help="Time window: records of the last DURATION (e.g. 15m), per record timestamp."),
+    click.option("--start", "start_time", help="Time window start (ISO-8601 or epoch ms)."),
+    click.option("--end", "end_time", help="Time window end, exclusive (ISO-8601 or epoch ms)."),
+    click.option("--last", type=click.IntRange(1), help="The last N records of every partition."),
+    click.option("-X", "--kafka-option", "kafka_option", multiple=True, metavar="KEY=VALUE",
+                 help="librdkafka client setting (repeatable), e.g. -X security.protocol=SASL_SSL. Put secrets in "
+                 "the config file's [kafka] table or CDC_MONITOR_KAFKA_SASL_PASSWORD, not here."),
+    click.option("--kafka-reader", type=click.Choice(["python", "spark", "auto"]), default="python", show_default=True,
+                 help="python: the bundled data source; spark: Spark's spark-sql-kafka connector; auto: spark if present."),
+]
+NAMES = ("bootstrap_servers", "topics", "since", "start_time", "end_time", "last", "kafka_option", "kafka_reader")
+
+
+def kafka_flags(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(_FLAGS):
+        func = option(func)
+    return func
+
+
+def pop_kafka_flags(kwargs: dict[str, Any], transaction_topic: str | None, client_conf: dict[str, str]) -> KafkaFlags:
+    values = {name: kwargs.pop(name) for name in NAMES}
+    return KafkaFlags(
+        bootstrap_servers=values["bootstrap_servers"], topics=values["topics"], transaction_topic=transaction_topic,
+        since=values["since"], start=values["start_time"], end=values["end_time"], last=values["last"],
+        options=tuple(values["kafka_option"]), reader=values["kafka_reader"], client_conf=dict(client_conf),
+    )

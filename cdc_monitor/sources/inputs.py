@@ -1,0 +1,118 @@
+"""One input for a run, prepared before Spark starts (so bad paths and unreachable brokers fail in
+seconds) and read once a session exists: capture files, or a planned Kafka window."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from cdc_monitor.errors import UsageError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from cdc_monitor.sources.base import SourceResult
+    from cdc_monitor.sources.kafka.planner import OffsetRange
+
+
+def parse_time_ms(text: str, what: str) -> int:
+    """Epoch milliseconds, or ISO-8601 (no zone = UTC)."""
+    raw = text.strip()
+    if raw.isdigit():
+        return int(raw)
+    try:
+        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"{what} {text!r} is not a time: use ISO-8601 (2026-11-22T07:00:00Z) or epoch ms") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)
+
+
+@dataclass
+class KafkaFlags:
+    bootstrap_servers: str | None = None
+    topics: str | None = None
+    transaction_topic: str | None = None
+    since: str | None = None
+    start: str | None = None
+    end: str | None = None
+    last: int | None = None
+    options: tuple[str, ...] = ()
+    reader: str = "python"
+    client_conf: dict[str, str] = field(default_factory=dict)
+
+    def source_options(self, now_ms: int | None = None) -> dict[str, str]:
+        """The data source's option map (Spark-Kafka-style names) for these flags."""
+        from cdc_monitor.config import parse_duration_ms
+
+        opts: dict[str, str] = {f"kafka.{k}": v for k, v in self.client_conf.items()}
+        for item in self.options:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise UsageError(f"-X {item!r} is not KEY=VALUE (e.g. -X security.protocol=SASL_SSL)")
+            opts[f"kafka.{key.strip()}"] = value
+        opts["kafka.bootstrap.servers"] = self.bootstrap_servers or ""
+        if self.topics:
+            opts["subscribePattern"] = self.topics
+        if self.transaction_topic:
+            opts["transactionTopic"] = self.transaction_topic
+        if self.since and self.start:
+            raise UsageError("give --since or --start, not both")
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        if self.since:
+            opts["startingTimestamp"] = str(now - parse_duration_ms(self.since, "--since"))
+        if self.start:
+            opts["startingTimestamp"] = str(parse_time_ms(self.start, "--start"))
+        if self.end:
+            opts["endingTimestamp"] = str(parse_time_ms(self.end, "--end"))
+        if self.last is not None:
+            opts["lastPerPartition"] = str(self.last)
+        return opts
+
+
+@dataclass
+class PreparedInput:
+    paths: tuple[str, ...] = ()
+    kafka_options: dict[str, str] | None = None
+    kafka_reader: str = "python"
+    ranges: list[OffsetRange] | None = None
+    description: dict[str, Any] = field(default_factory=dict)
+
+    def read(self, spark: SparkSession) -> SourceResult:
+        if self.kafka_options is not None:
+            from cdc_monitor.sources.kafka.source import read_kafka
+
+            return read_kafka(spark, self.kafka_options, self.kafka_reader, self.ranges)
+        from cdc_monitor.sources.capture import read_capture
+
+        return read_capture(spark, self.paths)
+
+
+def prepare_input(paths: tuple[str, ...], kafka: KafkaFlags) -> PreparedInput:
+    """Validate the input and, for Kafka, plan the window now: errors surface before Spark starts."""
+    if kafka.bootstrap_servers and paths:
+        raise UsageError("give capture paths or --bootstrap-servers, not both")
+    if not kafka.bootstrap_servers:
+        if any(v for v in (kafka.topics, kafka.since, kafka.start, kafka.end, kafka.last, kafka.options)):
+            raise UsageError("--topics/--since/--start/--end/--last/-X need --bootstrap-servers")
+        if not paths:
+            raise UsageError("nothing to scan: pass capture files/folders (kcat -J output) or --bootstrap-servers")
+        from cdc_monitor.sources.capture import expand_paths
+
+        expand_paths(paths)
+        return PreparedInput(paths=paths)
+    from cdc_monitor.sources.kafka.client import BrokerInspector
+    from cdc_monitor.sources.kafka.options import KafkaOptions
+    from cdc_monitor.sources.kafka.planner import plan_ranges
+    from cdc_monitor.sources.kafka.source import READERS
+
+    if kafka.reader not in READERS:
+        raise UsageError(f"--kafka-reader {kafka.reader!r} is not one of {', '.join(READERS)}")
+    options = kafka.source_options()
+    opts = KafkaOptions.from_options(options)
+    with BrokerInspector(opts) as insp:
+        ranges = plan_ranges(opts, insp)
+    return PreparedInput(kafka_options=options, kafka_reader=kafka.reader, ranges=ranges, description=opts.describe())

@@ -1,0 +1,162 @@
+"""Spark 4 Python data source ``cdc_kafka``: Kafka topics as frames with the Kafka source's columns.
+
+Batch: ``spark.read.format("cdc_kafka").option("kafka.bootstrap.servers", ...).load()`` reads
+one planned offset range per topic-partition (see ``planner``). Streaming:
+``spark.readStream.format("cdc_kafka")`` with ``maxOffsetsPerTrigger``, ``Trigger.AvailableNow``
+and checkpoint restarts; offsets are ``{"topic": {"partition": next_offset}}``.
+Options are validated on the driver; consumers are opened inside ``read()``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+
+from cdc_monitor.sources.base import KAFKA_SCHEMA
+from cdc_monitor.sources.kafka.client import BrokerInspector
+from cdc_monitor.sources.kafka.options import EARLIEST, LATEST, KafkaOptions
+from cdc_monitor.sources.kafka.planner import OffsetRange, plan_ranges, select_topics
+from cdc_monitor.sources.kafka.reader import read_range
+
+FORMAT = "cdc_kafka"
+PLANNED_RANGES = "plannedRanges"  # internal: a JSON list of ranges planned by the caller (skips planning)
+
+
+class RangePartition(InputPartition):
+    def __init__(self, rng: OffsetRange) -> None:
+        super().__init__(rng.to_dict())
+        self.rng = rng
+
+
+class KafkaDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        self.opts = KafkaOptions.from_options({k: v for k, v in options.items() if k.lower() != PLANNED_RANGES.lower()})
+        planned = next((v for k, v in options.items() if k.lower() == PLANNED_RANGES.lower()), None)
+        self.ranges = [OffsetRange(**r) for r in json.loads(planned)] if planned else None
+
+    def schema(self):
+        return KAFKA_SCHEMA
+
+    def reader(self, schema) -> DataSourceReader:
+        return KafkaBatchReader(self.opts, self.ranges)
+
+    def streamReader(self, schema) -> DataSourceStreamReader:
+        return KafkaStreamReader(self.opts)
+
+
+class KafkaBatchReader(DataSourceReader):
+    def __init__(self, opts: KafkaOptions, ranges: list[OffsetRange] | None = None) -> None:
+        self.opts = opts
+        self.ranges = ranges
+
+    def partitions(self) -> Sequence[InputPartition]:
+        if self.ranges is None:
+            with BrokerInspector(self.opts) as insp:
+                self.ranges = plan_ranges(self.opts, insp)
+        return [RangePartition(r) for r in self.ranges if r.end > r.start]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        yield from read_range(self.opts, partition.rng)  # type: ignore[attr-defined]
+
+
+Offsets = dict[str, dict[str, int]]
+
+
+def _flat(offsets: Offsets) -> dict[tuple[str, int], int]:
+    return {(t, int(p)): int(o) for t, parts in offsets.items() for p, o in parts.items()}
+
+
+def _nested(flat: dict[tuple[str, int], int]) -> Offsets:
+    out: Offsets = {}
+    for (t, p), o in sorted(flat.items()):
+        out.setdefault(t, {})[str(p)] = o
+    return out
+
+
+def cap_offsets(start: dict[tuple[str, int], int], latest: dict[tuple[str, int], int], max_rows: int
+                ) -> dict[tuple[str, int], int]:
+    """Advance each partition by its share of ``max_rows`` (proportional to its backlog, at least 1)."""
+    backlog = {tp: max(0, latest[tp] - start.get(tp, latest[tp])) for tp in latest}
+    total = sum(backlog.values())
+    if total <= max_rows:
+        return dict(latest)
+    out = {}
+    for tp, end in latest.items():
+        begin = start.get(tp, end)
+        share = backlog[tp] * max_rows // total
+        out[tp] = min(end, begin + max(share, 1 if backlog[tp] else 0))
+    return out
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches of offset ranges; new partitions and topics (by pattern) start at their log start."""
+
+    def __init__(self, opts: KafkaOptions) -> None:
+        self.opts = opts
+        self.target: dict[tuple[str, int], int] | None = None
+
+    def _current(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
+        """(log start, real end) of every selected partition now."""
+        with BrokerInspector(self.opts) as insp:
+            existing = insp.topics()
+            tps = [(t, p) for t in select_topics(self.opts, existing) for p in range(existing[t])]
+            marks = insp.watermarks(tps)
+            return {tp: m[0] for tp, m in marks.items()}, insp.true_ends(marks)
+
+    def initialOffset(self) -> Offsets:
+        lows, ends = self._current()
+        if self.opts.starting == LATEST:
+            return _nested(ends)
+        if isinstance(self.opts.starting, dict):
+            spec = self.opts.starting
+            pick = {tp: spec.get(tp[0], {}).get(tp[1], EARLIEST) for tp in ends}
+            return _nested({tp: lows[tp] if v == EARLIEST else ends[tp] if v == LATEST else v for tp, v in pick.items()})
+        return _nested(lows)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_offsets_per_trigger:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = self._current()[1]
+
+    def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
+        begin = _flat(start)
+        lows, ends = self._current()
+        if self.target is not None:
+            ends = {tp: min(e, self.target.get(tp, lows[tp])) for tp, e in ends.items()}
+        begin = {tp: begin.get(tp, lows[tp]) for tp in ends}  # new partitions: from their log start
+        ends = {tp: max(e, begin[tp]) for tp, e in ends.items()}
+        if isinstance(limit, ReadMaxRows):
+            ends = cap_offsets(begin, ends, limit.max_rows)
+        return _nested(ends)
+
+    def reportLatestOffset(self) -> Offsets | None:
+        return None
+
+    def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
+        begin, stop = _flat(start), _flat(end)
+        ranges = []
+        for tp, hi in sorted(stop.items()):
+            lo = begin.get(tp)
+            if lo is None:  # a partition that appeared in this batch: read it from where the plan started it
+                lo = 0
+            if hi > lo:
+                ranges.append(RangePartition(OffsetRange(tp[0], tp[1], lo, hi)))
+        return ranges
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        yield from read_range(self.opts, partition.rng)  # type: ignore[attr-defined]
+
+    def commit(self, end: Offsets) -> None:
+        """Nothing to do: progress lives in Spark's checkpoint, never in a consumer group."""

@@ -1,0 +1,208 @@
+"""The Kafka source against a real broker (tansu): planning, reading, windows, streaming, the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from cdc_monitor.errors import EnvironmentProblem, InputError
+from cdc_monitor.sources.base import KAFKA_SCHEMA
+from cdc_monitor.sources.kafka.client import BrokerInspector
+from cdc_monitor.sources.kafka.options import KafkaOptions
+from cdc_monitor.sources.kafka.planner import plan_ranges
+from cdc_monitor.sources.kafka.reader import read_range
+from cdc_monitor.sources.kafka.source import read_kafka
+
+T0 = 1_780_000_000_000
+
+
+def produce(bootstrap: str, topic: str, partitions: int, count: int, first: int = 0, flush_every: int = 7) -> None:
+    """Records i = first..first+count-1 in partition i % partitions, timestamp T0 + i s, header n=i,
+    sent in several small batches (so the broker holds several batches per partition)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if topic not in admin.list_topics(timeout=10).topics:
+        admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(first, first + count):
+        producer.produce(topic, key=f"k{i}".encode(), value=json.dumps({"i": i}).encode(), partition=i % partitions,
+                         timestamp=T0 + i * 1000, headers=[("n", str(i).encode())])
+        if i % flush_every == flush_every - 1:
+            producer.flush(10)
+    assert producer.flush(10) == 0
+
+
+def opts(bootstrap: str, **extra: str) -> KafkaOptions:
+    return KafkaOptions.from_options({"kafka.bootstrap.servers": bootstrap, **extra})
+
+
+@pytest.fixture(scope="module")
+def numbered(kafka_broker):
+    produce(kafka_broker, "numbers.a", 3, 60)
+    return kafka_broker
+
+
+def test_planner_finds_the_real_end_where_the_high_watermark_lags(numbered):
+    o = opts(numbered, subscribe="numbers.a")
+    with BrokerInspector(o) as insp:
+        marks = insp.watermarks([("numbers.a", p) for p in range(3)])
+        ranges = plan_ranges(o, insp)
+    ends = {r.partition: r.end for r in ranges}
+    assert ends == {0: 20, 1: 20, 2: 20}  # 60 records over 3 partitions
+    # the broker's own answer is short of that: trusting it would lose records
+    assert any(high < ends[p] for (_, p), (_, high) in marks.items())
+
+
+def test_read_range_returns_every_record_with_its_metadata(numbered):
+    o = opts(numbered, subscribe="numbers.a")
+    with BrokerInspector(o) as insp:
+        ranges = {r.partition: r for r in plan_ranges(o, insp)}
+    import pyarrow as pa
+
+    rows = pa.Table.from_batches(list(read_range(o, ranges[1], batch_rows=4))).to_pylist()
+    assert [r["offset"] for r in rows] == list(range(20))
+    first = rows[0]
+    assert first["key"] == b"k1" and json.loads(first["value"]) == {"i": 1}
+    assert first["partition"] == 1 and first["topic"] == "numbers.a" and first["timestampType"] == 0
+    assert int(first["timestamp"].timestamp() * 1000) == T0 + 1000
+    assert first["headers"] == [{"key": "n", "value": b"1"}]
+
+
+def test_batch_frame_has_the_kafka_source_columns_and_all_records(spark, numbered):
+    frame = read_kafka(spark, {"kafka.bootstrap.servers": numbered, "subscribe": "numbers.a"}).records
+    assert frame.schema == KAFKA_SCHEMA
+    got = sorted(json.loads(r["value"])["i"] for r in frame.select("value").collect())
+    assert got == list(range(60))
+
+
+@pytest.mark.parametrize("start_s,end_s", [(5.5, 12.5), (0, 3), (40, None), (59, 61), (100, 200)])
+def test_time_window_returns_exactly_the_records_inside_it(spark, numbered, start_s, end_s):
+    options = {"kafka.bootstrap.servers": numbered, "subscribe": "numbers.a",
+               "startingTimestamp": str(int(T0 + start_s * 1000))}
+    if end_s is not None:
+        options["endingTimestamp"] = str(int(T0 + end_s * 1000))
+    frame = read_kafka(spark, options).records
+    got = sorted(json.loads(r["value"])["i"] for r in frame.select("value").collect())
+    expected = [i for i in range(60) if i * 1000 >= start_s * 1000 and (end_s is None or i * 1000 < end_s * 1000)]
+    assert got == expected
+
+
+def test_last_n_per_partition(spark, numbered):
+    frame = read_kafka(spark, {"kafka.bootstrap.servers": numbered, "subscribe": "numbers.a",
+                               "lastPerPartition": "2"}).records
+    got = sorted(json.loads(r["value"])["i"] for r in frame.select("value").collect())
+    assert got == [54, 55, 56, 57, 58, 59]
+
+
+def test_explicit_offsets(spark, numbered):
+    frame = read_kafka(spark, {"kafka.bootstrap.servers": numbered,
+                               "startingOffsets": '{"numbers.a": {"0": 18, "1": -1, "2": -2}}',
+                               "endingOffsets": '{"numbers.a": {"2": 1}}'}).records
+    got = sorted(json.loads(r["value"])["i"] for r in frame.select("value").collect())
+    assert got == [2, 54, 57]  # p0 offsets 18, 19; p1 nothing; p2 offset 0
+
+
+def test_missing_topic_names_the_topic(numbered):
+    with pytest.raises(InputError, match=r"topic numbers\.zzz does not exist.*numbers\.a"), \
+            BrokerInspector(opts(numbered, subscribe="numbers.zzz")) as insp:
+        plan_ranges(insp.opts, insp)
+
+
+def test_spark_reader_is_refused_without_the_connector_and_auto_falls_back(spark, numbered):
+    options = {"kafka.bootstrap.servers": numbered, "subscribe": "numbers.a"}
+    with pytest.raises(EnvironmentProblem, match="spark-sql-kafka"):
+        read_kafka(spark, options, reader="spark")
+    result = read_kafka(spark, options, reader="auto")
+    assert result.description["reader"] == "python"
+    assert result.records.count() == 60
+
+
+def test_stream_restart_from_checkpoint_loses_and_repeats_nothing(spark, kafka_broker, tmp_path):
+    from cdc_monitor.sources.kafka.source import register
+
+    register(spark)
+    produce(kafka_broker, "stream.a", 2, 30)
+    out, ckpt = str(tmp_path / "out"), str(tmp_path / "ckpt")
+
+    def run_available_now() -> None:
+        query = (spark.readStream.format("cdc_kafka")
+                 .option("kafka.bootstrap.servers", kafka_broker).option("subscribe", "stream.a")
+                 .option("maxOffsetsPerTrigger", "7").load()
+                 .writeStream.format("parquet").option("path", out).option("checkpointLocation", ckpt)
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(120)
+        assert query.exception() is None
+        return query
+
+    first = run_available_now()
+    batches = [p["numInputRows"] for p in first.recentProgress]
+    assert max(batches) <= 7 and sum(batches) == 30  # the read limit was honoured
+    produce(kafka_broker, "stream.a", 2, 25, first=30)
+    run_available_now()  # restart: resumes from the checkpoint
+    rows = spark.read.parquet(out).select("topic", "partition", "offset", "value").collect()
+    values = sorted(json.loads(r["value"])["i"] for r in rows)
+    assert values == list(range(55))  # nothing lost, nothing twice
+
+
+def run_cli(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cdc_monitor", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_unreachable_broker_exits_2_promptly_with_a_hint():
+    from tests.support.broker import free_port
+
+    started = time.monotonic()
+    proc = run_cli("scan", "--bootstrap-servers", f"127.0.0.1:{free_port()}", "-X", "socket.timeout.ms=5000")
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot reach Kafka at 127.0.0.1" in lines[0] and "--bootstrap-servers" in lines[0]
+    assert elapsed < 30
+
+
+def test_missing_topic_cli_exit_2(numbered):
+    proc = run_cli("scan", "--bootstrap-servers", numbered, "--topics", "nothing\\..*")
+    assert proc.returncode == 2 and "no topic" in proc.stderr and "--topics" in proc.stderr
+
+
+def test_scan_from_kafka_equals_scan_of_the_same_records_from_a_capture(spark, scan, kafka_broker, tmp_path):
+    from cdc_monitor.config import ScanConfig
+    from cdc_monitor.generator import generate
+    from cdc_monitor.generator.capture import label_dicts, write_capture
+    from cdc_monitor.generator.produce import produce_traffic
+    from cdc_monitor.pipeline import run_scan
+
+    traffic = generate("postgresql", events=700, seed=11, faults=True)
+    produce_traffic(traffic, opts(kafka_broker))
+    write_capture(traffic, tmp_path / "pg.jsonl")  # offsets are now the broker's
+    from_capture = scan([tmp_path / "pg.jsonl"]).to_json_dict()
+    source = read_kafka(spark, {"kafka.bootstrap.servers": kafka_broker, "subscribePattern": r"pgserver1\..*"})
+    from_kafka = run_scan(source, ScanConfig(max_findings=100_000)).to_json_dict()
+    for report in (from_capture, from_kafka):
+        report.pop("timings_seconds")
+    assert from_kafka == from_capture
+    labelled = {(d["rule"], d["topic"], d["partition"], d["offset"]) for d in label_dicts(traffic)}
+    found = {(f["rule"], f["topic"], f["partition"], f["offset"]) for f in from_kafka["findings"]}
+    assert labelled and labelled <= found
+
+
+def test_cli_generate_to_kafka_then_scan_a_time_window(kafka_broker, tmp_path):
+    labels = tmp_path / "oracle.labels.jsonl"
+    proc = run_cli("generate", "--flavour", "oracle", "--events", "500", "--faults", "--seed", "4",
+                   "--bootstrap-servers", kafka_broker, "--labels", str(labels))
+    assert proc.returncode == 0, proc.stderr
+    assert "produced" in proc.stderr
+    proc = run_cli("scan", "--bootstrap-servers", kafka_broker, "--topics", r"oracle1\..*",
+                   "--start", "2000-01-01T00:00:00Z", "--output", "json", "--quiet", timeout=300)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    found = {(f["rule"], f["topic"], f["partition"], f["offset"]) for f in report["findings"]}
+    expected = {(d["rule"], d["topic"], d["partition"], d["offset"]) for d in map(json.loads, labels.read_text().splitlines())}
+    assert expected and expected <= found
+    assert report["summary"]["transaction_markers"] > 0  # oracle1.transaction was found by its prefix
