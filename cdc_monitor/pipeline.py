@@ -42,6 +42,7 @@ class ScanResult:
     schemas: list[dict[str, Any]] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
     findings_by_rule: dict[str, dict[str, int]] = field(default_factory=dict)
+    finding_counts: list[dict[str, Any]] = field(default_factory=list)  # per check, rule, severity, server, table
     duration_seconds: float = 0.0
     finished_at: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
@@ -99,12 +100,11 @@ def _events_by_table(events: DataFrame) -> list[dict[str, Any]]:
 
 
 def collect_findings(findings: DataFrame, limit: int, cache: FrameCache
-                     ) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
-    """Counts per severity and rule (complete) and the first ``limit`` findings, from one computation."""
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Complete counts per (check, rule, severity, server, table) and the first ``limit`` findings."""
     findings = cache.keep(findings)
-    counts: dict[str, dict[str, int]] = {}
-    for r in findings.groupBy("severity", "rule").count().collect():
-        counts.setdefault(r["severity"], {})[r["rule"]] = int(r["count"])
+    grouped = findings.groupBy("check", "rule", "severity", "server", "table").count()
+    counts = [r.asDict() for r in grouped.orderBy("check", "rule", "severity", "server", "table").collect()]
     rows = [
         r.asDict(recursive=True)
         for r in findings.orderBy("check", "rule", "topic", "partition", "offset", "txn_id").limit(limit).collect()
@@ -156,8 +156,12 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     findings = finding_frames[0]
     for frame in finding_frames[1:]:
         findings = findings.unionByName(frame.select(*FINDING_COLUMNS))
-    rows, counts = collect_findings(findings.select(*FINDING_COLUMNS), cfg.max_findings, cache)
-    lap("findings", f" ({sum(n for per in counts.values() for n in per.values())} found)")
+    rows, finding_counts = collect_findings(findings.select(*FINDING_COLUMNS), cfg.max_findings, cache)
+    counts: dict[str, dict[str, int]] = {}
+    for c in finding_counts:
+        per = counts.setdefault(c["severity"], {})
+        per[c["rule"]] = per.get(c["rule"], 0) + int(c["count"])
+    lap("findings", f" ({sum(int(c['count']) for c in finding_counts)} found)")
     summary = _summary(events, rejects_count)
     summary["findings_by_check"] = findings_by_check(counts)
     summary["findings_by_severity"] = {s: sum(v.values()) for s, v in counts.items()}
@@ -172,6 +176,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         schemas=checked.schemas,
         findings=rows,
         findings_by_rule=counts,
+        finding_counts=finding_counts,
         timings=timings,
     )
     lap("summary")

@@ -51,16 +51,22 @@ def cli() -> None:
 @click.option("--fail-on", type=click.Choice(["error", "warning", "never"]), default=None,
               help="Exit 1 when findings at or above this severity exist (default error).")
 @click.option("--max-findings", type=click.IntRange(1), default=None, help="Findings listed in the report.")
+@click.option("--push-gateway", help="Push the window's metrics to this Prometheus Pushgateway URL.")
+@click.option("--textfile", type=click.Path(), help="Write the metrics atomically to this .prom file (node_exporter).")
+@click.option("--job", default="cdc-monitor", show_default=True, help="The job label of pushed/written metrics.")
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str | None,
          lag_threshold: str | None, output_mode: str, report_file: str | None, fail_on: str | None,
-         max_findings: int | None, spark_master: str | None, quiet: bool, **kafka: Any) -> None:
+         max_findings: int | None, push_gateway: str | None, textfile: str | None, job: str,
+         spark_master: str | None, quiet: bool, **kafka: Any) -> None:
     """Scan one bounded window of CDC records (kcat -J captures, or Kafka topics) and report."""
     from cdc_monitor.cli.output import Output
     from cdc_monitor.sources.inputs import prepare_input
 
     out = Output(output_mode, report_file, quiet)
+    if textfile and not textfile.endswith(".prom"):
+        raise UsageError(f"--textfile {textfile}: node_exporter only reads files ending in .prom")
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, fail_on=fail_on,
                       max_findings=max_findings, spark_master=spark_master)
     started = time.time()
@@ -74,6 +80,16 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
     out.log(f"cdc-monitor: scanning {what} ...")
     result = run_scan(source_input.read(spark), cfg, progress=lambda line: out.log(f"cdc-monitor: {line}"))
     out.report(result)
+    if push_gateway or textfile:
+        from cdc_monitor.sinks import prometheus
+
+        snapshot = prometheus.MetricsSnapshot.from_result(result, job)
+        if textfile:
+            prometheus.write_textfile(snapshot, textfile)
+            out.log(f"cdc-monitor: metrics written to {textfile}")
+        if push_gateway:
+            groups = prometheus.push(snapshot, push_gateway)
+            out.log(f"cdc-monitor: metrics pushed to {push_gateway} ({len(groups)} group(s))")
     failing = result.worst_count(cfg.fail_on)
     out.log(f"cdc-monitor: done in {time.time() - started:.1f}s; {failing} finding(s) at or above "
             f"--fail-on {cfg.fail_on}")

@@ -1,0 +1,241 @@
+"""Prometheus metrics of design.md section 6: one collector over a results snapshot, and transports.
+
+Render and transport are separate: ``MetricsSnapshot`` -> ``SnapshotCollector`` -> a private
+``CollectorRegistry`` (never the global one); ``render`` gives the exposition text, ``push``
+replaces a Pushgateway group, ``write_textfile`` writes atomically for node_exporter, and
+``MetricsServer`` serves /metrics (``watch``). Labels never carry keys, offsets or transaction ids.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from cdc_monitor.errors import InputError
+
+if TYPE_CHECKING:
+    from cdc_monitor.pipeline import ScanResult
+
+QUANTILES = (("0.5", "p50_ms"), ("0.95", "p95_ms"), ("0.99", "p99_ms"), ("1", "max_ms"))
+TX_STATUSES = ("complete", "open", "unverifiable", "missing_end", "missing_begin")
+@dataclass
+class MetricsSnapshot:
+    """The numbers one window produced, in label-ready form (built from a ScanResult or by watch)."""
+
+    job: str
+    lag: list[dict[str, Any]] = field(default_factory=list)  # server, table, count, sum_ms, p*_ms, last_source_ts_ms
+    events: list[dict[str, Any]] = field(default_factory=list)  # server, table, op, count
+    transactions: dict[str, dict[str, int]] = field(default_factory=dict)  # server -> status -> n
+    findings: list[dict[str, Any]] = field(default_factory=list)  # server, table, check, rule, severity, count
+    records: int = 0
+    invalid_records: int = 0
+    finished_at: float | None = None
+    duration_seconds: float | None = None
+    window_failures: int = 0
+    totals: dict[str, list[dict[str, Any]]] | None = None  # watch: running events/transactions/findings
+    job_level: bool = True  # include the monitor's own and window-wide series
+
+    @classmethod
+    def from_result(cls, result: ScanResult, job: str) -> MetricsSnapshot:
+        return cls(
+            job=job, lag=result.lag, events=result.events_by_table,
+            transactions=dict(result.transactions.get("by_server", {})), findings=result.finding_counts,
+            records=int(result.summary.get("records", 0)), invalid_records=int(result.summary.get("invalid_records", 0)),
+            finished_at=result.finished_at, duration_seconds=result.duration_seconds,
+        )
+
+    def servers(self) -> set[str]:
+        found = {str(r.get("server") or "") for rows in (self.lag, self.events, self.findings) for r in rows}
+        return (found | set(self.transactions)) - {""}
+
+    def group(self, server: str) -> MetricsSnapshot:
+        """The part of this snapshot one Pushgateway group carries: one server's series, or (server
+        "") the job-level series and those without a server (undecodable records)."""
+        def keep(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [r for r in rows if (r.get("server") or "") == server]
+        job_level = server == ""
+        return MetricsSnapshot(self.job, keep(self.lag), keep(self.events),
+                               {k: v for k, v in self.transactions.items() if k == server}, keep(self.findings),
+                               self.records, self.invalid_records, self.finished_at, self.duration_seconds,
+                               self.window_failures, job_level=job_level)
+
+
+def _label(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _per_table_lag(rows: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """One row per (server, table); if a table spans topics, the one with most events speaks."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in rows:
+        k = (_label(r.get("server")), _label(r.get("table")))
+        if k not in out or (r.get("count") or 0) > (out[k].get("count") or 0):
+            out[k] = r
+    return out
+
+
+class SnapshotCollector(Collector):
+    """Yields the metric families of the snapshot it currently holds (swapped atomically)."""
+
+    def __init__(self, snapshot: MetricsSnapshot | None = None) -> None:
+        self._snapshot = snapshot
+        self._lock = threading.Lock()
+
+    def update(self, snapshot: MetricsSnapshot) -> None:
+        with self._lock:
+            self._snapshot = snapshot
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())  # families depend on the snapshot; collect() is cheap enough to run at register time
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            snap = self._snapshot
+        if snap is None:
+            return
+        yield from _window_families(snap)
+        if snap.job_level:
+            yield from _monitor_families(snap)
+        if snap.totals is not None:
+            yield from _counter_families(snap.totals)
+
+
+def _window_families(snap: MetricsSnapshot) -> Iterator[Metric]:
+    lag = SummaryMetricFamily("cdc_lag_seconds", "CDC lag (payload.ts_ms - source.ts_ms) over the latest window; "
+                              "snapshot events excluded", labels=["server", "table"])
+    # SummaryMetricFamily has no quantile argument: add the samples by hand
+    for (server, table), r in sorted(_per_table_lag(snap.lag).items()):
+        lag.add_metric([server, table], count_value=int(r.get("count") or 0), sum_value=(r.get("sum_ms") or 0) / 1000)
+        for q, col in QUANTILES:
+            if r.get(col) is not None:
+                lag.add_sample("cdc_lag_seconds", {"server": server, "table": table, "quantile": q}, r[col] / 1000)
+    yield lag
+    fresh = GaugeMetricFamily("cdc_last_source_timestamp_seconds", "Newest valid source.ts_ms seen in the window",
+                              labels=["server", "table"])
+    for (server, table), r in sorted(_per_table_lag(snap.lag).items()):
+        if r.get("last_source_ts_ms") is not None:
+            fresh.add_metric([server, table], r["last_source_ts_ms"] / 1000)
+    yield fresh
+    events = GaugeMetricFamily("cdc_window_events", "Change events in the latest window", labels=["server", "table", "op"])
+    for r in snap.events:
+        events.add_metric([_label(r.get("server")), _label(r.get("table")), _label(r.get("op"))], int(r["count"]))
+    yield events
+    txns = GaugeMetricFamily("cdc_window_transactions", "Transactions by status in the latest window",
+                             labels=["server", "status"])
+    for server, by_status in sorted(snap.transactions.items()):
+        for status in TX_STATUSES:
+            txns.add_metric([server, status], int(by_status.get(status, 0)))
+    yield txns
+    found = GaugeMetricFamily("cdc_window_findings", "Findings in the latest window",
+                              labels=["server", "table", "check", "rule", "severity"])
+    for r in snap.findings:
+        found.add_metric([_label(r.get(k)) for k in ("server", "table", "check", "rule", "severity")], int(r["count"]))
+    yield found
+
+
+def _monitor_families(snap: MetricsSnapshot) -> Iterator[Metric]:
+    records = GaugeMetricFamily("cdc_window_records", "Kafka records read in the latest window", labels=["job"])
+    records.add_metric([snap.job], snap.records)
+    yield records
+    invalid = GaugeMetricFamily("cdc_window_invalid_records", "Records that could not be decoded in the latest window",
+                                labels=["job"])
+    invalid.add_metric([snap.job], snap.invalid_records)
+    yield invalid
+    if snap.finished_at is not None:
+        done = GaugeMetricFamily("cdc_monitor_last_success_timestamp_seconds", "When a window last completed",
+                                 labels=["job"])
+        done.add_metric([snap.job], snap.finished_at)
+        yield done
+    if snap.duration_seconds is not None:
+        took = GaugeMetricFamily("cdc_monitor_window_duration_seconds", "Time the last window took", labels=["job"])
+        took.add_metric([snap.job], snap.duration_seconds)
+        yield took
+    fails = CounterMetricFamily("cdc_monitor_window_failures", "Windows that failed since the monitor started",
+                                labels=["job"])
+    fails.add_metric([snap.job], snap.window_failures)
+    yield fails
+
+
+def _counter_families(totals: dict[str, list[dict[str, Any]]]) -> Iterator[Metric]:
+    specs = (("cdc_events", "Change events since the monitor started", ["server", "table", "op"], "events"),
+             ("cdc_transactions", "Transactions by final status since the monitor started", ["server", "status"],
+              "transactions"),
+             ("cdc_findings", "Findings since the monitor started", ["server", "table", "check", "rule", "severity"],
+              "findings"))
+    for name, doc, labels, key in specs:
+        fam = CounterMetricFamily(name, doc, labels=labels)
+        for r in totals.get(key, []):
+            fam.add_metric([_label(r.get(lab)) for lab in labels], int(r["count"]))
+        yield fam
+
+
+def registry_for(snapshot: MetricsSnapshot) -> tuple[CollectorRegistry, SnapshotCollector]:
+    registry = CollectorRegistry(auto_describe=False)
+    collector = SnapshotCollector(snapshot)
+    registry.register(collector)
+    return registry, collector
+
+
+def render(snapshot: MetricsSnapshot) -> bytes:
+    from prometheus_client import generate_latest
+
+    return generate_latest(registry_for(snapshot)[0])
+
+
+def write_textfile(snapshot: MetricsSnapshot, path: str) -> None:
+    """Atomically (temp file + rename), as node_exporter's textfile collector needs."""
+    from prometheus_client import write_to_textfile
+
+    if not path.endswith(".prom"):
+        raise InputError(f"--textfile {path}: node_exporter only reads files ending in .prom")
+    try:
+        write_to_textfile(path, registry_for(snapshot)[0])
+    except OSError as err:
+        raise InputError(f"cannot write --textfile {path} ({err.strerror}): check the folder exists and is writable") from None
+
+
+def push(snapshot: MetricsSnapshot, gateway: str, timeout: float = 10.0) -> list[dict[str, str]]:
+    """PUT one group per server (grouping key job + server) plus one for the job itself: each PUT
+    replaces its group, so series of tables gone from this window never linger. A server gone
+    from the window entirely keeps its last group until deleted (``delete_from_gateway``).
+    Returns the grouping keys pushed."""
+    from prometheus_client import push_to_gateway
+
+    keys = []
+    for server in ["", *sorted(snapshot.servers())]:
+        key = {"server": server} if server else {}
+        try:
+            push_to_gateway(gateway, job=snapshot.job, registry=registry_for(snapshot.group(server))[0],
+                            grouping_key=key, timeout=timeout)
+        except OSError as err:
+            raise InputError(f"cannot push to the Pushgateway at {gateway} ({err}): check --push-gateway") from None
+        keys.append({"job": snapshot.job, **key})
+    return keys
+
+
+class MetricsServer:
+    """/metrics on HOST:PORT over a collector whose snapshot ``update`` swaps (watch's exporter)."""
+
+    def __init__(self, host: str, port: int, snapshot: MetricsSnapshot | None = None) -> None:
+        from prometheus_client import start_http_server
+
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.collector = SnapshotCollector(snapshot)
+        self.registry.register(self.collector)
+        try:
+            self.server, self.thread = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as err:
+            raise InputError(f"cannot listen on {host}:{port} ({err.strerror}): choose another --listen") from None
+        self.port = self.server.server_port
+
+    def update(self, snapshot: MetricsSnapshot) -> None:
+        self.collector.update(snapshot)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
