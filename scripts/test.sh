@@ -16,13 +16,33 @@ if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
 fi
 java -version 2>&1 | head -1 >&2
 
+# Prometheus, promtool and the Pushgateway from Debian (not started as services: the tests start
+# them on loopback ports and stop them).
+missing=""
+for bin in prometheus promtool prometheus-pushgateway; do
+  command -v "$bin" >/dev/null 2>&1 || missing="yes"
+done
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test.sh: installing Debian's prometheus and prometheus-pushgateway" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      prometheus prometheus-pushgateway >/dev/null
+    # a package install may start the services where an init system runs: the tests need none
+    (pkill -x prometheus; pkill -x prometheus-pushgateway) 2>/dev/null || true
+  else
+    echo "test.sh: prometheus/promtool/prometheus-pushgateway not found: apt-get install prometheus prometheus-pushgateway" >&2
+    exit 2
+  fi
+fi
+promtool --version 2>&1 | head -1 >&2
+
 # Python dependencies in a project-local virtual environment.
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e ".[test]"
+.venv/bin/python -m pip install -q -e ".[test,grafana,gx]"
 
 .venv/bin/ruff check .
 

@@ -162,6 +162,42 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
     click.echo(msg, err=True)
 
 
+@cli.group()
+def dashboards() -> None:
+    """Grafana dashboards: build them from code, push them with the HTTP API."""
+
+
+@dashboards.command("build")
+@click.option("--output-dir", default="dashboards", show_default=True, type=click.Path())
+def dashboards_build(output_dir: str) -> None:
+    """Write the dashboard JSON files."""
+    from cdc_monitor.dashboards.build import write_all
+
+    for path in write_all(output_dir):
+        click.echo(f"wrote {path}", err=True)
+
+
+@dashboards.command("push")
+@click.option("--grafana-url", required=True, help="Grafana base URL, e.g. https://grafana.example.com")
+@click.option("--token-env", default="GRAFANA_TOKEN", show_default=True,
+              help="Environment variable holding the API token (service account token).")
+@click.option("--folder", default="CDC", show_default=True, help="Grafana folder (created when missing).")
+@click.option("--dir", "folder_path", default="dashboards", show_default=True, type=click.Path(),
+              help="Folder of dashboard JSON files.")
+def dashboards_push(grafana_url: str, token_env: str, folder: str, folder_path: str) -> None:
+    """Upload the dashboards (overwriting by uid). The token is read from --token-env, never a flag."""
+    from pathlib import Path
+
+    from cdc_monitor.dashboards.push import push_dashboards
+
+    token = os.environ.get(token_env, "").strip()
+    if not token:
+        raise UsageError(f"no Grafana token: export {token_env}=<service account token> (never pass it as a flag)")
+    files = sorted(Path(folder_path).glob("*.json"))
+    for r in push_dashboards(grafana_url, token, files, folder or None):
+        click.echo(f"pushed {r['file']} -> {r['url'] or r['uid']} ({r['status']})", err=True)
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=True)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult
 
 QUANTILES = (("0.5", "p50_ms"), ("0.95", "p95_ms"), ("0.99", "p99_ms"), ("1", "max_ms"))
+KNOWN_OPS = frozenset({"c", "u", "d", "r", "t", "m"})  # other op values are grouped: labels stay bounded
 TX_STATUSES = ("complete", "open", "unverifiable", "missing_end", "missing_begin")
 @dataclass
 class MetricsSnapshot:
@@ -121,9 +122,16 @@ def _window_families(snap: MetricsSnapshot) -> Iterator[Metric]:
         if r.get("last_source_ts_ms") is not None:
             fresh.add_metric([server, table], r["last_source_ts_ms"] / 1000)
     yield fresh
-    events = GaugeMetricFamily("cdc_window_events", "Change events in the latest window", labels=["server", "table", "op"])
+    events = GaugeMetricFamily("cdc_window_events", "Change events in the latest window (op c/u/d/r/t/m; "
+                               "'missing' and 'invalid' for events breaking the op rules)", labels=["server", "table", "op"])
+    by_op: dict[tuple[str, str, str], int] = {}
     for r in snap.events:
-        events.add_metric([_label(r.get("server")), _label(r.get("table")), _label(r.get("op"))], int(r["count"]))
+        op = r.get("op")
+        op_label = op if op in KNOWN_OPS else ("missing" if op in (None, "") else "invalid")
+        k = (_label(r.get("server")), _label(r.get("table")), op_label)
+        by_op[k] = by_op.get(k, 0) + int(r["count"])
+    for labels, n in sorted(by_op.items()):
+        events.add_metric(list(labels), n)
     yield events
     txns = GaugeMetricFamily("cdc_window_transactions", "Transactions by status in the latest window",
                              labels=["server", "status"])

@@ -24,7 +24,7 @@ def binary(name: str) -> str:
 
 
 def get(url: str, timeout: float = 5.0) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (loopback test servers)
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
         return resp.read()
 
 

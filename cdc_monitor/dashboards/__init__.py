@@ -1,0 +1,1 @@
+"""Grafana dashboards built from code (``build``) and uploaded with the HTTP API (``push``)."""

@@ -1,0 +1,118 @@
+"""The cdc-monitor Grafana dashboard as code: ``cdc-monitor dashboards build`` writes dashboards/*.json.
+
+Every panel queries only metrics of design.md section 6 (the test suite evaluates each query
+against a real Prometheus fed by a faulty scan). Variables: datasource, server, table.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SEL = 'server=~"$server", table=~"$table"'
+DS = {"type": "prometheus", "uid": "${datasource}"}
+
+
+def _target(expr: str, legend: str, ref: str) -> dict[str, Any]:
+    return {"datasource": DS, "expr": expr, "legendFormat": legend, "refId": ref}
+
+
+def _panel(title: str, targets: list[tuple[str, str]], unit: str = "short", kind: str = "timeseries",
+           description: str = "") -> dict[str, Any]:
+    return {
+        "type": kind, "title": title, "description": description, "datasource": DS,
+        "targets": [_target(expr, legend, chr(ord("A") + i)) for i, (expr, legend) in enumerate(targets)],
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "options": {"legend": {"displayMode": "table", "placement": "right", "calcs": ["lastNotNull", "max"]}}
+        if kind == "timeseries" else {"reduceOptions": {"calcs": ["lastNotNull"]}},
+    }
+
+
+def _row(title: str) -> dict[str, Any]:
+    return {"type": "row", "title": title, "collapsed": False, "panels": []}
+
+
+def _variable(name: str, query: str, label: str) -> dict[str, Any]:
+    return {"name": name, "label": label, "type": "query", "datasource": DS, "query": {"query": query, "refId": name},
+            "definition": query, "refresh": 2, "includeAll": True, "multi": True, "allValue": ".*",
+            "current": {"text": "All", "value": "$__all"}, "sort": 1}
+
+
+def panels() -> list[dict[str, Any]]:
+    q = lambda quantile: f'max by (server, table) (cdc_lag_seconds{{{SEL}, quantile="{quantile}"}})'  # noqa: E731
+    return [
+        _row("Lag"),
+        _panel("Lag p99 per table", [(q("0.99"), "{{server}} {{table}}")], "s",
+               description="99th percentile of payload.ts_ms - source.ts_ms per table, over each window"),
+        _panel("Lag quantiles (worst selected table)", [
+            (f'max(cdc_lag_seconds{{{SEL}, quantile="0.5"}})', "p50"),
+            (f'max(cdc_lag_seconds{{{SEL}, quantile="0.95"}})', "p95"),
+            (f'max(cdc_lag_seconds{{{SEL}, quantile="0.99"}})', "p99"),
+            (f'max(cdc_lag_seconds{{{SEL}, quantile="1"}})', "max")], "s"),
+        _panel("Mean lag per table", [(f"sum by (server, table) (cdc_lag_seconds_sum{{{SEL}}}) / "
+                                       f"sum by (server, table) (cdc_lag_seconds_count{{{SEL}}})", "{{server}} {{table}}")], "s"),
+        _panel("Freshness: time since the newest source change", [
+            (f"time() - max by (server, table) (cdc_last_source_timestamp_seconds{{{SEL}}})", "{{server}} {{table}}")], "s",
+               description="Grows when a table gets no changes: idle, or stalled (see the CdcTableStalled alert)"),
+        _row("Completeness and conformity"),
+        _panel("Events by op", [(f"sum by (op) (cdc_window_events{{{SEL}}})", "{{op}}")]),
+        _panel("Transactions by status", [('sum by (status) (cdc_window_transactions{server=~"$server"})', "{{status}}")]),
+        _panel("Findings by check and rule", [(f"sum by (check, rule) (cdc_window_findings{{{SEL}}})", "{{check}} {{rule}}")]),
+        _panel("Error findings per table", [
+            (f'sum by (server, table) (cdc_window_findings{{{SEL}, severity="error"}})', "{{server}} {{table}}")]),
+        _row("Monitor health"),
+        _panel("Since the last completed window", [
+            ("time() - max by (job) (cdc_monitor_last_success_timestamp_seconds)", "{{job}}")], "s", "stat"),
+        _panel("Window duration", [("max by (job) (cdc_monitor_window_duration_seconds)", "{{job}}")], "s"),
+        _panel("Records per window", [("sum by (job) (cdc_window_records)", "{{job}} records"),
+                                      ("sum by (job) (cdc_window_invalid_records)", "{{job}} undecodable")]),
+        _panel("Failed windows (1h)", [("sum by (job) (increase(cdc_monitor_window_failures_total[1h]))", "{{job}}")],
+               "short", "stat"),
+    ]
+
+
+def dashboard() -> dict[str, Any]:
+    laid_out, x, y = [], 0, 0
+    for i, p in enumerate(panels()):
+        p = dict(p, id=i + 1)
+        if p["type"] == "row":
+            y += 8 if x else 0
+            x = 0
+            p["gridPos"] = {"h": 1, "w": 24, "x": 0, "y": y}
+            y += 1
+        else:
+            p["gridPos"] = {"h": 8, "w": 12, "x": x, "y": y}
+            x, y = (12, y) if x == 0 else (0, y + 8)
+        laid_out.append(p)
+    return {
+        "uid": "cdc-monitor", "title": "cdc-monitor: CDC lag, completeness, conformity, ordering",
+        "tags": ["cdc", "debezium", "cdc-monitor"], "timezone": "utc", "schemaVersion": 39, "version": 1,
+        "editable": True, "refresh": "1m", "time": {"from": "now-6h", "to": "now"},
+        "templating": {"list": [
+            {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus",
+             "current": {}, "hide": 0},
+            _variable("server", "label_values(cdc_window_events, server)", "Server"),
+            _variable("table", 'label_values(cdc_window_events{server=~"$server"}, table)', "Table"),
+        ]},
+        "annotations": {"list": []},
+        "panels": laid_out,
+    }
+
+
+DASHBOARDS = {"cdc-monitor.json": dashboard}
+
+
+def render(name: str) -> str:
+    return json.dumps(DASHBOARDS[name](), indent=2, sort_keys=True) + "\n"
+
+
+def write_all(folder: str | Path) -> list[Path]:
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in DASHBOARDS:
+        path = out / name
+        path.write_text(render(name))
+        written.append(path)
+    return written
