@@ -46,6 +46,9 @@ class ScanResult:
     duration_seconds: float = 0.0
     finished_at: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    # with run_scan(keep_events=True): the cached events frame, alive until release() is called
+    events_frame: DataFrame | None = field(default=None, repr=False)
+    release: Callable[[], None] = field(default=lambda: None, repr=False)
 
     def worst_count(self, fail_on: str) -> int:
         """Findings at or above ``fail_on`` severity (0 when fail_on is never)."""
@@ -121,8 +124,9 @@ def findings_by_check(counts: dict[str, dict[str, int]]) -> dict[str, int]:
 
 
 def run_scan(source: SourceResult, config: ScanConfig | None = None,
-             progress: Callable[[str], None] | None = None) -> ScanResult:
-    """Decode, check and summarise one window. ``progress`` receives a line per finished phase."""
+             progress: Callable[[str], None] | None = None, keep_events: bool = False) -> ScanResult:
+    """Decode, check and summarise one window. ``progress`` receives a line per finished phase;
+    ``keep_events`` leaves the cached events frame on the result until ``result.release()``."""
     from cdc_monitor.checks.registry import run_checks
 
     cfg = config or ScanConfig()
@@ -180,7 +184,10 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         timings=timings,
     )
     lap("summary")
-    cache.release()
+    if keep_events:
+        result.events_frame, result.release = events, cache.release
+    else:
+        cache.release()
     result.finished_at = time.time()
     result.duration_seconds = round(result.finished_at - started, 3)
     return result

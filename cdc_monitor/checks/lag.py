@@ -24,17 +24,17 @@ QUANTILES = (("p50_ms", 0.5), ("p95_ms", 0.95), ("p99_ms", 0.99))
 GROUP = ["server", "topic", "table"]
 
 
-def _decoded_data(events: DataFrame) -> DataFrame:
+def decoded_data(events: DataFrame) -> DataFrame:
     return events.where((F.col("kind") == "data") & F.col("decode_error").isNull())
 
 
-def _is_snapshot() -> Column:
+def is_snapshot() -> Column:
     return (F.col("op") == "r") | F.col("snapshot")
 
 
 def change_events(events: DataFrame) -> DataFrame:
     """Decoded c/u/d events that are not part of a snapshot."""
-    return _decoded_data(events).where(F.col("op").isin("c", "u", "d") & ~_is_snapshot())
+    return decoded_data(events).where(F.col("op").isin("c", "u", "d") & ~is_snapshot())
 
 
 def with_lag(changes: DataFrame) -> DataFrame:
@@ -62,7 +62,7 @@ def lag_table(events: DataFrame) -> DataFrame:
         F.max("record_lag_ms").alias("record_max_ms"),
         F.max(F.when(F.col("source_ts_valid"), F.col("source_ts_ms"))).alias("last_source_ts_ms"),
     )
-    snaps = _decoded_data(events).where(_is_snapshot()).groupBy(*GROUP).agg(F.count(F.lit(1)).alias("snapshot_excluded"))
+    snaps = decoded_data(events).where(is_snapshot()).groupBy(*GROUP).agg(F.count(F.lit(1)).alias("snapshot_excluded"))
     return (
         stats.join(snaps, GROUP, "full_outer")
         .na.fill(0, ["count", "negative", "invalid_source_ts", "snapshot_excluded"])

@@ -207,6 +207,8 @@ def transaction_summary(txns: DataFrame, findings_count: dict[str, int]) -> dict
     ).first()
     out: dict[str, Any] = {k: int(v or 0) for k, v in row.asDict().items()}
     out["orphan_events"] = findings_count.get("orphan_event", 0)
-    by_server = txns.groupBy("server").agg(*[F.sum((F.col("status") == s).cast("int")).alias(s) for s in STATUSES])
-    out["by_server"] = {r["server"] or "": {s: int(r[s] or 0) for s in STATUSES} for r in by_server.collect()}
+    by_server = txns.groupBy("server").agg(*[F.sum((F.col("status") == s).cast("int")).alias(s) for s in STATUSES],
+                                           *[F.sum(F.col(p).cast("int")).alias(p) for p in PROBLEMS])
+    out["by_server"] = {r["server"] or "": {s: int(r[s] or 0) for s in STATUSES + PROBLEMS}
+                        for r in by_server.orderBy("server").collect()}
     return out

@@ -112,6 +112,64 @@ def scan_config(config_file: str | None, transaction_topic: str | None, lag_thre
 
 
 @cli.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@kafka_flags
+@click.option("--suite", "suite_files", multiple=True, required=True, type=click.Path(),
+              help="Great Expectations suite JSON, or a folder of them (repeatable), e.g. --suite expectations/.")
+@click.option("--junit", type=click.Path(), help="Write JUnit XML here (one test case per expectation).")
+@click.option("--data-docs", type=click.Path(), help="Write Great Expectations Data Docs (HTML) into this folder.")
+@click.option("--config", "config_file", type=click.Path(), help="TOML config file (flags override it).")
+@click.option("--transaction-topic", help="Transaction topic name (default: any '<prefix>.transaction').")
+@click.option("--lag-threshold", help="Lag above which a lag_spike is reported (default 60s).")
+@click.option("--output", "output_mode", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--report-file", type=click.Path(), help="Write the gate report here instead of stdout.")
+@click.option("--spark-master", help="Spark master URL (default local[*]).")
+@click.option("--quiet", is_flag=True, help="No progress on stderr.")
+def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None, data_docs: str | None,
+         config_file: str | None, transaction_topic: str | None, lag_threshold: str | None, output_mode: str,
+         report_file: str | None, spark_master: str | None, quiet: bool, **kafka: Any) -> None:
+    """CI data-quality gate: scan, then run Great Expectations suites over the results. Exit 0 pass, 1 fail."""
+    from cdc_monitor.cli.output import Output
+    from cdc_monitor.gate.suites import load_suites
+    from cdc_monitor.sources.inputs import prepare_input
+
+    out = Output(output_mode, report_file, quiet)
+    suites = load_suites(suite_files)
+    cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
+    started = time.time()
+    source_input = prepare_input(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf))
+    out.log("cdc-monitor: loading Great Expectations ...")
+    from cdc_monitor.gate.run import run_gate
+    from cdc_monitor.gate.runner import GateRunner
+
+    runner = GateRunner(data_docs)
+    runner.prepare(suites)  # unknown expectations: exit 2 before the scan
+    out.log("cdc-monitor: starting Spark ...")
+    from cdc_monitor.pipeline import run_scan
+    from cdc_monitor.spark import get_spark
+
+    spark = get_spark(cfg.spark_master, cfg.spark_conf)
+    scanned = run_scan(source_input.read(spark), cfg, progress=lambda line: out.log(f"cdc-monitor: {line}"),
+                       keep_events=True)
+    try:
+        result = run_gate(scanned, suites, runner, progress=lambda line: out.log(f"cdc-monitor: {line}"))
+    finally:
+        scanned.release()
+    result.timings = {"scan": scanned.duration_seconds, **result.timings}
+    if junit:
+        from cdc_monitor.gate.junit import write_junit
+
+        write_junit(result.outcomes, junit)
+        out.log(f"cdc-monitor: JUnit written to {junit}")
+    if data_docs:
+        out.log(f"cdc-monitor: Data Docs in {data_docs}/index.html")
+    out.gate_report(result)
+    out.log(f"cdc-monitor: gate {'failed' if result.failed else 'passed'} in {time.time() - started:.1f}s: "
+            f"{len(result.failed)} of {len(result.outcomes)} expectation(s) failed")
+    sys.exit(EXIT_FINDINGS if result.failed else EXIT_OK)
+
+
+@cli.command()
 @click.option("--flavour", type=click.Choice(["mysql", "dtle", "postgresql", "sqlserver", "oracle", "yugabyte"]),
               default="mysql", show_default=True)
 @click.option("--events", type=click.IntRange(1), default=1000, show_default=True, help="Data change events.")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from cdc_monitor.errors import UsageError
 
 if TYPE_CHECKING:
+    from cdc_monitor.gate.run import GateResult
     from cdc_monitor.pipeline import ScanResult
 
 
@@ -23,6 +24,28 @@ class Output:
     def log(self, message: str) -> None:
         if not self.quiet:
             print(message, file=sys.stderr, flush=True)
+
+    def _emit(self, text: str) -> None:
+        if self.report_file:
+            path = Path(self.report_file)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            self.log(f"report written to {path}")
+        else:
+            sys.stdout.write(text)
+
+    def gate_report(self, result: GateResult) -> None:
+        import json
+
+        if self.mode == "json":
+            self._emit(json.dumps(result.to_json_dict(), indent=2, default=str) + "\n")
+            return
+        lines = [f"Gate {'FAILED' if result.failed else 'passed'}: {len(result.outcomes) - len(result.failed)} of "
+                 f"{len(result.outcomes)} expectations passed"]
+        for o in result.failed:
+            lines.append(f"  FAIL [{o.suite}] {o.title}")
+            lines.append(f"       observed: {o.observed()}")
+        self._emit("\n".join(lines) + "\n")
 
     def report(self, result: ScanResult) -> None:
         from cdc_monitor.sinks.report import render_json, render_text

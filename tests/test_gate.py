@@ -1,0 +1,124 @@
+"""The Great Expectations gate: suites load or fail clearly; clean passes, faulty fails (exit 1)
+naming the failed expectations, with JUnit XML and Data Docs; malformed suites exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from cdc_monitor.errors import UsageError
+from cdc_monitor.gate.suites import load_suite
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITES = sorted((ROOT / "expectations").glob("*.json"))
+
+
+def run_cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cdc_monitor", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_shipped_suites_cover_every_frame():
+    assert {load_suite(p).frame for p in SUITES} == {"events", "lag", "transactions", "findings"}
+
+
+@pytest.mark.parametrize("content,message", [
+    ("{nope", "not readable JSON"),
+    ('{"name": "x"}', "no 'expectations' list"),
+    ('{"expectations": [{"type": "expect_table_row_count_to_be_between"}], "meta": {"cdc_monitor": {"frame": "rows"}}}',
+     "frame is 'rows'"),
+    ('{"expectations": [{"kwargs": {}}], "meta": {"cdc_monitor": {"frame": "lag"}}}', "needs a 'type'"),
+    ('{"expectations": [{"type": "expect_column_quantile_values_to_be_between", "kwargs": {}}],'
+     ' "meta": {"cdc_monitor": {"frame": "lag"}}}', "crashes"),
+])
+def test_malformed_suites_are_usage_errors(tmp_path, content, message):
+    path = tmp_path / "s.json"
+    path.write_text(content)
+    with pytest.raises(UsageError, match=message):
+        load_suite(path)
+
+
+def test_unknown_expectation_exits_2_before_scanning(tmp_path):
+    suite = tmp_path / "bad.json"
+    suite.write_text(json.dumps({"name": "bad", "meta": {"cdc_monitor": {"frame": "lag"}},
+                                 "expectations": [{"type": "expect_lag_to_be_small", "kwargs": {}}]}))
+    capture = tmp_path / "c.jsonl"
+    capture.write_text("")
+    proc = run_cli("gate", str(capture), "--suite", str(suite))
+    assert proc.returncode == 2, proc.stderr
+    assert "expect_lag_to_be_small not found" in proc.stderr and "starting Spark" not in proc.stderr
+
+
+def test_missing_suite_exits_2(tmp_path):
+    proc = run_cli("gate", str(tmp_path), "--suite", str(tmp_path / "none.json"))
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
+
+
+def test_clean_capture_passes_every_shipped_suite(spark, tmp_path):
+    from cdc_monitor.config import ScanConfig
+    from cdc_monitor.gate.run import run_gate
+    from cdc_monitor.gate.runner import GateRunner
+    from cdc_monitor.generator import generate
+    from cdc_monitor.generator.capture import write_capture
+    from cdc_monitor.pipeline import run_scan
+    from cdc_monitor.sources.capture import read_capture
+
+    write_capture(generate("sqlserver", events=300, seed=21), tmp_path / "clean.jsonl")
+    suites = [load_suite(p) for p in SUITES]
+    runner = GateRunner()
+    runner.prepare(suites)
+    scanned = run_scan(read_capture(spark, [str(tmp_path / "clean.jsonl")]), ScanConfig(), keep_events=True)
+    try:
+        result = run_gate(scanned, suites, runner)
+    finally:
+        scanned.release()
+    assert not result.failed, [(o.title, o.observed()) for o in result.failed]
+    assert len(result.outcomes) == sum(len(json.loads(p.read_text())["expectations"]) for p in SUITES)
+    events = [o for o in result.outcomes if o.frame == "events"]
+    assert events and all(o.result.get("element_count", 0) > 300 for o in events)  # GX saw the real rows
+
+
+def test_faulty_capture_fails_the_gate_with_junit_and_data_docs(tmp_path):
+    from cdc_monitor.generator import generate
+    from cdc_monitor.generator.capture import write_capture
+
+    write_capture(generate("mysql", events=600, seed=5, faults=True), tmp_path / "faulty.jsonl")
+    junit, docs = tmp_path / "out" / "junit.xml", tmp_path / "docs"
+    args = ["gate", str(tmp_path / "faulty.jsonl"), "--suite", str(ROOT / "expectations"),
+            "--junit", str(junit), "--data-docs", str(docs)]
+    proc = run_cli(*args)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    failed_lines = [line for line in proc.stdout.splitlines() if line.strip().startswith("FAIL [")]
+    # the faults the generator injected must show up as these failed expectations
+    for expected in ("[cdc_transactions] expect_column_values_to_be_between(column=missing_end",
+                     "[cdc_transactions] expect_column_values_to_be_between(column=count_mismatch",
+                     "[cdc_events] expect_column_values_to_be_in_set(column=op",
+                     "[cdc_lag] expect_column_values_to_be_between(column=negative",
+                     "[cdc_findings] expect_column_values_to_not_be_in_set(column=severity"):
+        assert any(expected in line for line in failed_lines), (expected, proc.stdout)
+    assert "'x' x3" in proc.stdout  # observed values are shown: the injected invalid op
+    tree = ET.parse(junit)
+    cases = tree.findall(".//testcase")
+    assert len(cases) == sum(len(json.loads(p.read_text())["expectations"]) for p in SUITES)
+    failures = tree.findall(".//testcase/failure")
+    assert len(failures) == len(failed_lines) == int(tree.getroot().get("failures"))
+    assert (docs / "index.html").exists()
+    assert len(list((docs / "validations").rglob("*.html"))) == len(SUITES)
+
+
+@pytest.mark.parametrize("expectation,message", [
+    ({"type": "expect_column_values_to_be_between", "kwargs": {"max_value": 1}}, "expectation #2"),
+    ({"type": "expect_nothing_at_all", "kwargs": {}}, "expect_nothing_at_all"),
+])
+def test_an_expectation_gx_cannot_build_is_never_dropped_silently(tmp_path, expectation, message):
+    from cdc_monitor.gate.runner import GateRunner
+
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"name": "s", "meta": {"cdc_monitor": {"frame": "lag"}}, "expectations": [
+        {"type": "expect_table_row_count_to_be_between", "kwargs": {"min_value": 1}}, expectation]}))
+    with pytest.raises(UsageError, match=message):
+        GateRunner().prepare([load_suite(path)])
