@@ -1,0 +1,53 @@
+"""Cost of each check on its own, over the materialized events of a capture (one Spark session).
+Usage: python -m benchmarks.check_costs CAPTURE..."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def main(paths: list[str]) -> dict[str, float]:
+    from cdc_monitor.checks.cache import FrameCache
+    from cdc_monitor.checks.lag import lag_findings, lag_table
+    from cdc_monitor.checks.ordering import ordering_findings
+    from cdc_monitor.checks.schema import embedded_schema_findings, envelope_findings
+    from cdc_monitor.checks.transactions import transaction_check
+    from cdc_monitor.checks.window import partition_window
+    from cdc_monitor.config import ScanConfig
+    from cdc_monitor.decoding import DecodeOptions, decode_records
+    from cdc_monitor.sources.capture import read_capture
+    from cdc_monitor.spark import get_spark
+
+    spark = get_spark()
+    cfg = ScanConfig()
+    costs: dict[str, float] = {}
+    t0 = time.perf_counter()
+    cache = FrameCache()
+    events = cache.materialize(decode_records(read_capture(spark, paths).records,
+                                              DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix)))
+    costs["read_decode_materialize"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    _, partitions = partition_window(events, cache)
+    costs["window"] = time.perf_counter() - t0
+
+    def timed(name, frames):
+        started = time.perf_counter()
+        for f in frames:
+            f.count()
+        costs[name] = round(time.perf_counter() - started, 2)
+
+    timed("lag", lag_findings(events, cfg.lag_threshold_ms, cfg.table_lag_threshold_ms))
+    started = time.perf_counter()
+    lag_table(events).collect()
+    costs["lag_table"] = round(time.perf_counter() - started, 2)
+    timed("transactions", transaction_check(events, partitions, FrameCache()).findings)
+    timed("schema_envelope", envelope_findings(events))
+    timed("schema_embedded", embedded_schema_findings(events))
+    timed("ordering", ordering_findings(events, partitions, FrameCache()))
+    return {k: round(v, 2) for k, v in costs.items()}
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1:])))
