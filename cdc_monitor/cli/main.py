@@ -220,6 +220,68 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
     click.echo(msg, err=True)
 
 
+@cli.command()
+@click.option("--bootstrap-servers", required=True, help="Kafka at HOST:PORT[,...].")
+@click.option("--topics", help="Regex of topics (whole names; default: all but internal topics).")
+@click.option("--transaction-topic", help="Transaction topic name (default: '<prefix>.transaction' of the topics).")
+@click.option("-X", "--kafka-option", "kafka_option", multiple=True, metavar="KEY=VALUE", help="librdkafka setting.")
+@click.option("--listen", default="127.0.0.1:9464", show_default=True, help="HOST:PORT serving /metrics.")
+@click.option("--checkpoint", default="cdc-monitor-checkpoint", show_default=True, type=click.Path(),
+              help="Folder for Spark's offsets and cdc-monitor's state (restarts resume from it).")
+@click.option("--interval", default="30s", show_default=True, help="Micro-batch interval.")
+@click.option("--grace", default="10m", show_default=True,
+              help="An open transaction older than this shows as 'overdue' (quiet systems delay END legitimately).")
+@click.option("--starting-offsets", type=click.Choice(["latest", "earliest"]), default="latest", show_default=True,
+              help="Where a new checkpoint starts.")
+@click.option("--max-offsets-per-trigger", type=click.IntRange(1), help="Cap on records per micro-batch.")
+@click.option("--key-ttl", default="24h", show_default=True, help="Keys idle this long (record time) leave the state.")
+@click.option("--job", default="cdc-monitor-watch", show_default=True, help="The job label of the metrics.")
+@click.option("--config", "config_file", type=click.Path(), help="TOML config file (flags override it).")
+@click.option("--lag-threshold", help="Lag above which a lag_spike is reported (default 60s).")
+@click.option("--spark-master", help="Spark master URL (default local[*]).")
+def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | None, kafka_option: tuple[str, ...],
+          listen: str, checkpoint: str, interval: str, grace: str, starting_offsets: str,
+          max_offsets_per_trigger: int | None, key_ttl: str, job: str, config_file: str | None,
+          lag_threshold: str | None, spark_master: str | None) -> None:
+    """Monitor continuously: all checks on every micro-batch, metrics on /metrics, until SIGTERM."""
+    from pathlib import Path
+
+    from cdc_monitor.config import parse_duration_ms
+    from cdc_monitor.sources.inputs import KafkaFlags
+    from cdc_monitor.sources.kafka.client import BrokerInspector
+    from cdc_monitor.sources.kafka.options import KafkaOptions
+    from cdc_monitor.sources.kafka.planner import select_topics
+    from cdc_monitor.watch.engine import WatchSettings
+
+    cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit():
+        raise UsageError(f"--listen {listen!r} is not HOST:PORT (e.g. 0.0.0.0:9464)")
+    interval_ms = parse_duration_ms(interval, "--interval")
+    if interval_ms < 100:
+        raise UsageError("--interval must be at least 100ms")
+    flags = KafkaFlags(bootstrap_servers=bootstrap_servers, topics=topics, transaction_topic=transaction_topic,
+                       options=kafka_option, client_conf=cfg.kafka_conf)
+    options = flags.source_options()
+    options["startingOffsets"] = starting_offsets
+    if max_offsets_per_trigger:
+        options["maxOffsetsPerTrigger"] = str(max_offsets_per_trigger)
+    opts = KafkaOptions.from_options(options)
+    with BrokerInspector(opts) as insp:  # unreachable broker or no topic: exit 2 before Spark starts
+        chosen = select_topics(opts, insp.topics())
+    settings = WatchSettings(scan=cfg, key_ttl_ms=parse_duration_ms(key_ttl, "--key-ttl"),
+                             grace_ms=parse_duration_ms(grace, "--grace"))
+    click.echo(f"cdc-monitor watch: {len(chosen)} topic(s): {', '.join(chosen[:8])}{' ...' if len(chosen) > 8 else ''}",
+               err=True)
+    from cdc_monitor.spark import get_spark
+    from cdc_monitor.watch.runner import Watcher, WatchOptions
+
+    spark = get_spark(cfg.spark_master, cfg.spark_conf)
+    watcher = Watcher(spark, WatchOptions(options, Path(checkpoint).resolve(), interval_ms / 1000, host or "0.0.0.0",
+                                          int(port), job, settings))
+    sys.exit(watcher.run())
+
+
 @cli.group()
 def dashboards() -> None:
     """Grafana dashboards: build them from code, push them with the HTTP API."""

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdc_monitor.errors import InputError
-from cdc_monitor.generator.records import Traffic, serialize
+from cdc_monitor.generator.records import Rec, Traffic, serialize
 from cdc_monitor.sources.kafka.client import unreachable
 from cdc_monitor.sources.kafka.options import KafkaOptions
 
@@ -46,8 +46,9 @@ def ensure_topics(opts: KafkaOptions, wanted: Mapping[str, int]) -> None:
                 raise InputError(f"could not create topic {topic}: {err}") from None
 
 
-def produce_traffic(traffic: Traffic, opts: KafkaOptions, progress_every: int = 0) -> dict[str, Any]:
-    """Send every record in generation order; returns counts. Record offsets become the broker's."""
+def produce_traffic(traffic: Traffic, opts: KafkaOptions, records: list[Rec] | None = None) -> dict[str, Any]:
+    """Send every record (or ``records``, a slice of them) in generation order; returns counts.
+    Record offsets become the broker's."""
     from confluent_kafka import Producer
 
     ensure_topics(opts, topic_partitions(traffic))
@@ -64,7 +65,8 @@ def produce_traffic(traffic: Traffic, opts: KafkaOptions, progress_every: int = 
                 rec.offset = msg.offset()
         return cb
 
-    for rec in traffic.records:
+    chosen = traffic.records if records is None else records
+    for rec in chosen:
         key, value = serialize(rec, traffic.schemas)
         headers = [(k, v.encode()) for k, v in rec.headers] if rec.headers else None
         while True:
@@ -80,4 +82,4 @@ def produce_traffic(traffic: Traffic, opts: KafkaOptions, progress_every: int = 
     if remaining or failures:
         first = failures[0] if failures else f"{remaining} record(s) undelivered"
         raise InputError(f"producing to {opts.bootstrap_servers} failed ({first}): check the broker and topic settings")
-    return {"records": len(traffic.records), "topics": sorted(topic_partitions(traffic))}
+    return {"records": len(chosen), "topics": sorted(topic_partitions(traffic))}

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 QUANTILES = (("0.5", "p50_ms"), ("0.95", "p95_ms"), ("0.99", "p99_ms"), ("1", "max_ms"))
 KNOWN_OPS = frozenset({"c", "u", "d", "r", "t", "m"})  # other op values are grouped: labels stay bounded
-TX_STATUSES = ("complete", "open", "unverifiable", "missing_end", "missing_begin")
+# overdue: open longer than watch's grace period (quiet systems delay END legitimately)
+TX_STATUSES = ("complete", "open", "overdue", "unverifiable", "missing_end", "missing_begin")
 @dataclass
 class MetricsSnapshot:
     """The numbers one window produced, in label-ready form (built from a ScanResult or by watch)."""
@@ -137,7 +138,8 @@ def _window_families(snap: MetricsSnapshot) -> Iterator[Metric]:
                              labels=["server", "status"])
     for server, by_status in sorted(snap.transactions.items()):
         for status in TX_STATUSES:
-            txns.add_metric([server, status], int(by_status.get(status, 0)))
+            if status in by_status or status != "overdue":
+                txns.add_metric([server, status], int(by_status.get(status, 0)))
     yield txns
     found = GaugeMetricFamily("cdc_window_findings", "Findings in the latest window",
                               labels=["server", "table", "check", "rule", "severity"])
@@ -175,6 +177,11 @@ def _counter_families(totals: dict[str, list[dict[str, Any]]]) -> Iterator[Metri
               "transactions"),
              ("cdc_findings", "Findings since the monitor started", ["server", "table", "check", "rule", "severity"],
               "findings"))
+    if "records" in totals:
+        fam = CounterMetricFamily("cdc_records", "Kafka records processed since the monitor started", labels=["job"])
+        for r in totals["records"]:
+            fam.add_metric([_label(r.get("job"))], int(r["count"]))
+        yield fam
     for name, doc, labels, key in specs:
         fam = CounterMetricFamily(name, doc, labels=labels)
         for r in totals.get(key, []):

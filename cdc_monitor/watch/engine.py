@@ -187,6 +187,7 @@ def _check(spark: SparkSession, events: DataFrame, state: WatchState, settings: 
              .groupBy("server", "table", "op").count().collect()]
     counts = fresh.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("decode_error").isNotNull().cast("int")).alias("bad")).first()
     totals = state.totals
+    add(totals.setdefault("records", {}), ("",), int(counts["n"] or 0))
     for r in by_op:
         add(totals["events"], (r["server"], r["table"], r["op"]), r["count"])
     for server, per in finalized.items():

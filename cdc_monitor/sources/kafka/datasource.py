@@ -97,6 +97,10 @@ def cap_offsets(start: dict[tuple[str, int], int], latest: dict[tuple[str, int],
     return out
 
 
+def is_transaction_topic(topic: str, opts: KafkaOptions) -> bool:
+    return topic == opts.transaction_topic or topic.endswith(".transaction")
+
+
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches of offset ranges; new partitions and topics (by pattern) start at their log start."""
 
@@ -105,12 +109,18 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.target: dict[tuple[str, int], int] | None = None
 
     def _current(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
-        """(log start, real end) of every selected partition now."""
+        """(log start, real end) of every selected partition now.
+
+        Transaction topics are measured first: Debezium writes a transaction's data events before
+        its END, so every END inside a planned range has its data events inside theirs too."""
         with BrokerInspector(self.opts) as insp:
             existing = insp.topics()
             tps = [(t, p) for t in select_topics(self.opts, existing) for p in range(existing[t])]
             marks = insp.watermarks(tps)
-            return {tp: m[0] for tp, m in marks.items()}, insp.true_ends(marks)
+            txn = {tp: m for tp, m in marks.items() if is_transaction_topic(tp[0], self.opts)}
+            ends = insp.true_ends(txn)
+            ends |= insp.true_ends({tp: m for tp, m in marks.items() if tp not in txn})
+            return {tp: m[0] for tp, m in marks.items()}, ends
 
     def initialOffset(self) -> Offsets:
         lows, ends = self._current()

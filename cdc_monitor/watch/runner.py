@@ -1,0 +1,151 @@
+"""``watch``: a Structured Streaming query over the Kafka stream reader, one engine batch per
+micro-batch, metrics served on /metrics until SIGTERM/SIGINT.
+
+A failing micro-batch is never skipped: the query stops with the error, the exporter keeps the
+last good snapshot and counts the failure, and the query is restarted from its checkpoint (the
+failed batch is planned again from the same offsets) after a back-off.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cdc_monitor.sinks.prometheus import MetricsServer, MetricsSnapshot
+from cdc_monitor.watch.engine import BatchOutcome, WatchSettings, overdue, process_batch
+from cdc_monitor.watch.state import StateStore, WatchState
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+TOTAL_LABELS = {"events": ("server", "table", "op"), "transactions": ("server", "status"),
+                "findings": ("server", "table", "check", "rule", "severity")}
+
+
+@dataclass
+class WatchOptions:
+    source_options: dict[str, str]
+    checkpoint: Path
+    interval_s: float
+    host: str
+    port: int
+    job: str
+    settings: WatchSettings
+    max_failures: int = 0  # 0: retry forever
+
+
+def totals_rows(state: WatchState) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for family, labels in TOTAL_LABELS.items():
+        rows = []
+        for key, n in sorted(state.totals.get(family, {}).items()):
+            values = key.split("|")
+            rows.append({**dict(zip(labels, values, strict=False)), "count": n})
+        out[family] = rows
+    return out
+
+
+class Watcher:
+    def __init__(self, spark: SparkSession, opts: WatchOptions, log=None) -> None:
+        self.spark = spark
+        self.opts = opts
+        self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.store = StateStore(opts.checkpoint)
+        self.state = self.store.load()
+        self.failures = 0
+        self.last: BatchOutcome | None = None
+        self.last_finished: float | None = None
+        self.idle = False
+        self.stopping = threading.Event()
+        self.query = None
+        self.server = MetricsServer(opts.host, opts.port, self.snapshot())
+        self.log(f"cdc-monitor watch: serving http://{opts.host}:{self.server.port}/metrics; checkpoint {opts.checkpoint}; "
+                 f"resuming after batch {self.state.batch_id}" if self.state.batch_id >= 0 else
+                 f"cdc-monitor watch: serving http://{opts.host}:{self.server.port}/metrics; new checkpoint {opts.checkpoint}")
+
+    def snapshot(self) -> MetricsSnapshot:
+        last = None if self.idle else self.last
+        transactions: dict[str, dict[str, int]] = {}
+        if last is not None:
+            transactions = {s: dict(v) for s, v in last.finalized.items()}
+        late = overdue(self.state, self.opts.settings.grace_ms)
+        for key in self.state.open_txns:
+            server = key.split("|", 1)[0]
+            transactions.setdefault(server, {})
+        for server, per in transactions.items():
+            opened = sum(1 for k in self.state.open_txns if k.split("|", 1)[0] == server)
+            per["overdue"] = late.get(server, 0)
+            per["open"] = opened - per["overdue"]
+        totals = totals_rows(self.state)
+        totals["records"] = [{"job": self.opts.job, "count": self.state.totals.get("records", {}).get("", 0)}]
+        return MetricsSnapshot(
+            job=self.opts.job, lag=last.lag if last else [], events=last.events if last else [],
+            transactions=transactions, findings=last.findings if last else [],
+            records=last.records if last else 0, invalid_records=last.invalid_records if last else 0,
+            finished_at=self.last_finished, duration_seconds=last.seconds if last else None,
+            window_failures=self.failures, totals=totals)
+
+    def on_batch(self, frame: DataFrame, batch_id: int) -> None:
+        outcome, state = process_batch(self.spark, frame, batch_id, self.state, self.store, self.opts.settings)
+        if outcome.skipped:
+            self.log(f"cdc-monitor watch: batch {batch_id} was already applied; skipped")
+            return
+        self.state = state
+        self.last, self.last_finished, self.idle = outcome, time.time(), False
+        found = sum(int(r["count"]) for r in outcome.findings)
+        self.log(f"cdc-monitor watch: batch {batch_id}: {outcome.records} records, {found} findings, "
+                 f"{len(state.open_txns)} open transaction(s), {outcome.seconds:.1f}s")
+        self.server.update(self.snapshot())
+
+    def _start_query(self):
+        from cdc_monitor.sources.kafka.datasource import FORMAT
+        from cdc_monitor.sources.kafka.source import register
+
+        register(self.spark)
+        stream = self.spark.readStream.format(FORMAT).options(**self.opts.source_options).load()
+        return (stream.writeStream.foreachBatch(self.on_batch)
+                .option("checkpointLocation", str(self.opts.checkpoint / "spark"))
+                .trigger(processingTime=f"{self.opts.interval_s} seconds").start())
+
+    def run(self) -> int:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self.stopping.set())
+        backoff = 1.0
+        while not self.stopping.is_set():
+            self.query = self._start_query()
+            while not self.stopping.is_set() and self.query.isActive:
+                self.stopping.wait(1.0)
+                self._refresh_idle()
+            if self.stopping.is_set():
+                break
+            err = self.query.exception()
+            self.failures += 1
+            first = (str(err).strip().splitlines() or ["stopped"])[0][:300] if err else "query stopped"
+            self.log(f"cdc-monitor watch: window failed ({first}); serving the last good metrics, retrying in {backoff:.0f}s")
+            self.server.update(self.snapshot())
+            if self.opts.max_failures and self.failures >= self.opts.max_failures:
+                self.log("cdc-monitor watch: too many failed windows; stopping")
+                self._shutdown()
+                return 2
+            self.stopping.wait(backoff)
+            backoff = min(backoff * 2, 60.0)
+        self._shutdown()
+        return 0
+
+    def _refresh_idle(self) -> None:
+        """No data: the monitor is alive and the window is empty; open transactions age."""
+        quiet_for = time.time() - (self.last_finished or 0)
+        if self.query is not None and quiet_for > max(2 * self.opts.interval_s, 5) and not self.query.status.get("isTriggerActive"):
+            self.idle, self.last_finished = True, time.time()
+        self.server.update(self.snapshot())
+
+    def _shutdown(self) -> None:
+        self.log("cdc-monitor watch: stopping (the checkpoint keeps the position)")
+        if self.query is not None and self.query.isActive:
+            self.query.stop()
+        self.server.stop()
