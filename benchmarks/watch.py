@@ -1,0 +1,112 @@
+"""watch benchmark (on demand): sustained throughput with state size over several rounds, and
+latency from producing a faulty record to the metric showing it.
+Usage: python -m benchmarks.watch [--rounds 4] [--events 10000] [--latency-probes 3]"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.measure import _rss_and_kind, _tree
+from cdc_monitor.generator import generate
+from cdc_monitor.generator.produce import produce_traffic
+from cdc_monitor.sources.kafka.options import KafkaOptions
+from tests.support.broker import Tansu, free_port
+from tests.support.promtools import get
+
+
+def scrape(port: int) -> dict[str, float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[str, float] = {}
+    for fam in text_string_to_metric_families(get(f"http://127.0.0.1:{port}/metrics").decode()):
+        for s in fam.samples:
+            key = s.name + ("{rule=" + s.labels["rule"] + "}" if "rule" in s.labels else "")
+            out[key] = out.get(key, 0) + s.value
+    return out
+
+
+def wait(port: int, name: str, target: float, timeout: float = 900) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if scrape(port).get(name, 0) >= target:
+                return time.monotonic()
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{name} did not reach {target}")
+
+
+def state_mb(ckpt: Path) -> float:
+    root = ckpt / "cdc-state"
+    current = root / (root / "CURRENT").read_text().strip()
+    return round(sum(p.stat().st_size for p in current.rglob("*") if p.is_file()) / 1e6, 2)
+
+
+def rss_mb(pid: int) -> float:
+    return round(sum(_rss_and_kind(p)[0] for p in _tree(pid)) / 2**20, 1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--events", type=int, default=10_000, help="data events per round")
+    ap.add_argument("--latency-probes", type=int, default=3)
+    ap.add_argument("--interval", default="1s")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="cdc-watch-bench-"))
+    broker = Tansu(work / "tansu.log")
+    opts = KafkaOptions.from_options({"kafka.bootstrap.servers": broker.bootstrap})
+    port, ckpt = free_port(), work / "ckpt"
+    # one continuous history, produced in rounds (a second generator run would replay positions)
+    traffic = generate("mysql", events=args.events * args.rounds, seed=100)
+    n = len(traffic.records)
+    slices = [traffic.records[max(10, n * i // args.rounds):n * (i + 1) // args.rounds] for i in range(args.rounds)]
+    produce_traffic(traffic, opts, traffic.records[:10])  # topics exist before watch starts
+    log = (work / "watch.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "cdc_monitor", "watch", "--bootstrap-servers", broker.bootstrap,
+                             "--starting-offsets", "earliest", "--checkpoint", str(ckpt), "--listen", f"127.0.0.1:{port}",
+                             "--interval", args.interval], stdout=log, stderr=subprocess.STDOUT)
+    results: dict = {"rounds": [], "latency_s": []}
+    try:
+        done = wait(port, "cdc_records_total", 10)
+        total = 10
+        for records in slices:
+            started = time.monotonic()
+            produce_traffic(traffic, opts, records)
+            total += len(records)
+            done = wait(port, "cdc_records_total", total)
+            took = done - started
+            results["rounds"].append({"records": len(records), "seconds": round(took, 1),
+                                      "records_per_s": round(len(records) / took), "state_mb": state_mb(ckpt),
+                                      "rss_mb": rss_mb(proc.pid)})
+            print(json.dumps(results["rounds"][-1]), file=sys.stderr)
+        for _ in range(args.latency_probes):
+            before = scrape(port).get("cdc_findings_total{rule=invalid_json}", 0)
+            from confluent_kafka import Producer
+
+            p = Producer({"bootstrap.servers": broker.bootstrap})
+            started = time.monotonic()
+            p.produce("mysql_server_1.inventory.orders", key=b'{"id": 1}', value=b"{not json", partition=0)
+            p.flush(10)
+            seen = wait(port, "cdc_findings_total{rule=invalid_json}", before + 1)
+            results["latency_s"].append(round(seen - started, 2))
+            time.sleep(2)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+        broker.stop()
+    results["latency_median_s"] = statistics.median(results["latency_s"]) if results["latency_s"] else None
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
