@@ -52,8 +52,8 @@ def expand_paths(paths: Iterable[str | Path]) -> list[str]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(
-                p for p in path.rglob("*") if p.is_file() and not any(s.startswith(".") for s in p.parts)
+            found = sorted(  # hidden files and folders inside the folder are skipped (not the folder's own path)
+                p for p in path.rglob("*") if p.is_file() and not any(s.startswith(".") for s in p.relative_to(path).parts)
             )
             if not found:
                 raise InputError(f"capture folder {path} holds no files: point at kcat -J captures")

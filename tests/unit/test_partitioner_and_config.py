@@ -54,3 +54,14 @@ def test_config_errors_name_the_problem(tmp_path):
         load_config(str(bad), env={})
     with pytest.raises(UsageError, match="--fail-on"):
         ScanConfig().with_overrides(fail_on="sometimes")
+
+
+def test_capture_folder_under_a_hidden_folder_is_read_but_hidden_files_inside_are_not(tmp_path):
+    from cdc_monitor.sources.capture import expand_paths
+
+    folder = tmp_path / ".cache" / "captures"
+    (folder / ".partial").mkdir(parents=True)
+    (folder / "a.jsonl").write_text("")
+    (folder / ".tmp.jsonl").write_text("")
+    (folder / ".partial" / "b.jsonl").write_text("")
+    assert expand_paths([folder]) == [str((folder / "a.jsonl").resolve())]
