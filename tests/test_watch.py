@@ -57,7 +57,7 @@ def wait_for(port: int, proc: subprocess.Popen, records: int, timeout: float = 2
 
 
 def test_watch_counts_every_fault_once_across_bursts_and_a_restart(kafka_broker, tmp_path):
-    traffic = generate("sqlserver", events=600, seed=17, faults=True)
+    traffic = generate("sqlserver", events=500, seed=17, faults=True)
     opts = KafkaOptions.from_options({"kafka.bootstrap.servers": kafka_broker})
     recs = traffic.records
     cuts = [0, len(recs) // 3, 2 * len(recs) // 3, len(recs)]

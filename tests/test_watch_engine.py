@@ -39,7 +39,7 @@ def rule_totals(state: WatchState) -> Counter:
     return totals
 
 
-@pytest.mark.parametrize("flavour,cuts", [("mysql", 3)])  # sqlserver in bursts: tests/test_watch.py
+@pytest.mark.parametrize("flavour,cuts", [("mysql", 2)])  # sqlserver in bursts: tests/test_watch.py
 def test_every_fault_is_counted_once_across_batches(spark, tmp_path, flavour, cuts):
     traffic = generate(flavour, events=600, seed=13, faults=True)
     write_capture(traffic, tmp_path / "f.jsonl")
