@@ -149,13 +149,12 @@ def _window_families(snap: MetricsSnapshot) -> Iterator[Metric]:
 
 
 def _monitor_families(snap: MetricsSnapshot) -> Iterator[Metric]:
-    records = GaugeMetricFamily("cdc_window_records", "Kafka records read in the latest window", labels=["job"])
-    records.add_metric([snap.job], snap.records)
-    yield records
-    invalid = GaugeMetricFamily("cdc_window_invalid_records", "Records that could not be decoded in the latest window",
-                                labels=["job"])
-    invalid.add_metric([snap.job], snap.invalid_records)
-    yield invalid
+    for name, doc, value in (("cdc_window_records", "Kafka records read in the latest window", snap.records),
+                             ("cdc_window_invalid_records", "Records that could not be decoded in the latest window",
+                              snap.invalid_records)):
+        fam = GaugeMetricFamily(name, doc, labels=["job"])
+        fam.add_metric([snap.job], value)
+        yield fam
     if snap.finished_at is not None:
         done = GaugeMetricFamily("cdc_monitor_last_success_timestamp_seconds", "When a window last completed",
                                  labels=["job"])

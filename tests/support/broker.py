@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import signal
 import socket
-import subprocess
-import time
 from pathlib import Path
+
+from tests.support.process import ServerProcess
 
 
 def tansu_binary() -> Path:
@@ -34,42 +33,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class Tansu:
+class Tansu(ServerProcess):
     def __init__(self, log_path: Path) -> None:
         self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         url = f"tcp://{self.bootstrap}"
-        self.log = log_path.open("wb")
-        self.proc = subprocess.Popen(
-            [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
-             "--storage-engine", "memory://tansu/"],
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-        self._wait_ready()
+        super().__init__([str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                          "--storage-engine", "memory://tansu/"], log_path, self._ready, "tansu")
 
-    def _wait_ready(self, timeout: float = 30.0) -> None:
+    def _ready(self) -> None:
         from confluent_kafka.admin import AdminClient
 
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"tansu exited with {self.proc.returncode}; see {self.log.name}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    pass
-                AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(timeout=5)
-                return
-            except Exception:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"tansu did not answer on {self.bootstrap} within {timeout}s")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-        self.log.close()
+        with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+            pass
+        AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(timeout=5)

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
 from tests.support.broker import free_port
+from tests.support.process import ServerProcess
 
 
 def binary(name: str) -> str:
@@ -28,34 +25,13 @@ def get(url: str, timeout: float = 5.0) -> bytes:
         return resp.read()
 
 
-class Server:
-    """A loopback server process, stopped by its process group."""
+class Server(ServerProcess):
+    """A loopback HTTP server process, ready when ``ready_path`` answers."""
 
     def __init__(self, argv: list[str], port: int, ready_path: str, log: Path) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
-        self.log = log.open("wb")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{argv[0]} exited with {self.proc.returncode}; see {log}")
-            try:
-                get(self.url + ready_path, timeout=1)
-                return
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"{argv[0]} did not get ready on {self.url}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        self.log.close()
+        super().__init__(argv, log, lambda: get(self.url + ready_path, timeout=1), argv[0])
 
 
 def start_pushgateway(root: Path) -> Server:
