@@ -46,7 +46,7 @@ def cli() -> None:
 @click.option("--config", "config_file", type=click.Path(), help="TOML config file (flags override it).")
 @click.option("--transaction-topic", help="Transaction topic name (default: any '<prefix>.transaction').")
 @click.option("--lag-threshold", help="Lag above which a lag_spike is reported (default 60s).")
-@click.option("--output", "output_mode", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output", "output_mode", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
 @click.option("--report-file", type=click.Path(), help="Write the report here instead of stdout.")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "never"]), default=None,
               help="Exit 1 when findings at or above this severity exist (default error).")

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 class Output:
     def __init__(self, mode: str = "text", report_file: str | None = None, quiet: bool = False):
-        if mode not in ("text", "json"):
-            raise UsageError(f"--output {mode!r} is not supported: use text or json")
+        if mode not in ("text", "json", "html"):
+            raise UsageError(f"--output {mode!r} is not supported: use text, json or html")
         self.mode = mode
         self.report_file = report_file
         self.quiet = quiet
@@ -50,16 +50,15 @@ class Output:
     def report(self, result: ScanResult) -> None:
         from cdc_monitor.sinks.report import render_json, render_text
 
-        if self.report_file:
-            path = Path(self.report_file)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("w", encoding="utf-8") as fh:
-                if self.mode == "json":
-                    fh.write(render_json(result))
-                else:
-                    render_text(result, fh)
-            self.log(f"report written to {path}")
-        elif self.mode == "json":
-            sys.stdout.write(render_json(result))
+        if self.mode == "json":
+            self._emit(render_json(result))
+        elif self.mode == "html":
+            from cdc_monitor.sinks.html_report import render_html
+
+            self._emit(render_html(result))
         else:
-            render_text(result, sys.stdout)
+            import io
+
+            buf = io.StringIO()
+            render_text(result, buf)
+            self._emit(buf.getvalue())
