@@ -176,12 +176,16 @@ def _check(spark: SparkSession, events: DataFrame, state: WatchState, settings: 
     grouped = [r.asDict() for r in findings.groupBy("check", "rule", "severity", "server", "table").count().collect()]
     orphans_judged = {(r["topic"], r["partition"], r["offset"]) for r in
                       findings.where(F.col("rule") == "orphan_event").select("topic", "partition", "offset").collect()}
-    txns = cache.keep(tx.transactions.select("server", "txn_id", "status", "topic", "partition", "begin_offset"))
+    open_txns: list[tuple[str, str]] = []
+    final_txns: list[tuple[str, str]] = []
     finalized: dict[str, dict[str, int]] = {}
-    for r in txns.where(F.col("status").isin(*FINAL)).groupBy("server", "status").count().collect():
-        finalized.setdefault(r["server"] or "", {})[r["status"]] = int(r["count"])
-    open_txns = [(r["server"], r["txn_id"]) for r in txns.where(F.col("status") == "open").select("server", "txn_id").collect()]
-    final_txns = [(r["server"], r["txn_id"]) for r in txns.where(F.col("status").isin(*FINAL)).select("server", "txn_id").collect()]
+    for r in tx.transactions.where(F.col("status").isin("open", *FINAL)).select("server", "txn_id", "status").collect():
+        if r["status"] == "open":
+            open_txns.append((r["server"], r["txn_id"]))
+        else:
+            final_txns.append((r["server"], r["txn_id"]))
+            per = finalized.setdefault(r["server"] or "", {})
+            per[r["status"]] = per.get(r["status"], 0) + 1
     lag = [r.asDict() for r in lag_table(fresh).collect()]
     by_op = [r.asDict() for r in fresh.where((F.col("kind") == "data") & F.col("decode_error").isNull())
              .groupBy("server", "table", "op").count().collect()]

@@ -39,7 +39,6 @@ class WatchState:
     awaiting: list[list[Any]] = field(default_factory=list)  # [topic, partition, offset, wall time first seen]
     lag_tail: list[list[Any]] = field(default_factory=list)  # [topic, partition, offset]
     carry_path: str | None = None  # parquet of the carried raw records, None when nothing is carried
-    window_failures: int = 0
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

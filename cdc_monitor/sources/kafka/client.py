@@ -16,7 +16,6 @@ from cdc_monitor.errors import InputError
 from cdc_monitor.sources.kafka.options import KafkaOptions
 
 TP = tuple[str, int]
-log = logging.getLogger("cdc_monitor.kafka")
 _QUIET = logging.getLogger("cdc_monitor.kafka.librdkafka")  # librdkafka's own chatter (connection retries)
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False

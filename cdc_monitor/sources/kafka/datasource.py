@@ -151,16 +151,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             ends = cap_offsets(begin, ends, limit.max_rows)
         return _nested(ends)
 
-    def reportLatestOffset(self) -> Offsets | None:
-        return None
-
     def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
         begin, stop = _flat(start), _flat(end)
         ranges = []
         for tp, hi in sorted(stop.items()):
-            lo = begin.get(tp)
-            if lo is None:  # a partition that appeared in this batch: read it from where the plan started it
-                lo = 0
+            lo = begin.get(tp, 0)  # a partition that appeared in this batch: from offset 0
             if hi > lo:
                 ranges.append(RangePartition(OffsetRange(tp[0], tp[1], lo, hi)))
         return ranges
