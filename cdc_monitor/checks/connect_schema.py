@@ -16,15 +16,10 @@ from typing import Any
 
 AVRO_FULLNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
-INT_RANGES = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-}
+INT_TYPES = ("int8", "int16", "int32", "int64")
 # Connect type -> variant type names (schema_of_variant prefixes) a JSON value may have
 JSON_TYPES: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(INT_RANGES, ("BIGINT",)),
+    **dict.fromkeys(INT_TYPES, ("BIGINT",)),  # a value beyond int64 is a DECIMAL
     "float32": ("BIGINT", "DECIMAL", "DOUBLE", "STRING"),  # the converter writes NaN/Infinity as strings
     "float64": ("BIGINT", "DECIMAL", "DOUBLE", "STRING"),
     "float": ("BIGINT", "DECIMAL", "DOUBLE", "STRING"),
@@ -52,10 +47,6 @@ class FieldCheck:
     @property
     def allowed(self) -> tuple[str, ...]:
         return JSON_TYPES.get(self.type, ())
-
-    @property
-    def int_range(self) -> tuple[int, int] | None:
-        return INT_RANGES.get(self.type)
 
 
 def _bool(value: Any, default: bool) -> bool:

@@ -1,21 +1,23 @@
 """schema check: envelope rules, and each key/value payload against its own embedded schema.
 
-Embedded schemas are few (one per table and version), so they are collected once, compiled on
-the driver (``connect_schema``) and applied as Spark variant expressions, grouped by schema
-hash. Per record and rule there is at most one finding, listing the offending paths.
+Embedded schemas are few (one per table and version) and so are the shapes their records take:
+schemas are compiled on the driver (``connect_schema``), each distinct (schema, payload shape)
+is judged there once (``variant_shape``) and the verdicts are joined back to the records.
+Per record and rule there is at most one finding, listing the offending paths.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.connect_schema import FieldCheck, compile_schema, invalid_avro_names, parse_schema
+from cdc_monitor.checks.cache import NO_CACHE, FrameCache
+from cdc_monitor.checks.connect_schema import compile_schema, invalid_avro_names, parse_schema
 from cdc_monitor.checks.findings import dynamic_finding, finding
+from cdc_monitor.checks.variant_shape import ShapeSyntaxError, field_problems, parse_shape
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -104,53 +106,10 @@ def envelope_findings(events: DataFrame) -> list[DataFrame]:
 
 
 # -- embedded schema rules --------------------------------------------------------------------
-def _sql_path(prefix: str, path: Iterable[str]) -> str | None:
-    """A variant path as a SQL string literal, or None for names it cannot quote safely."""
-    names = list(path)
-    if any('"' in n or "'" in n or "\\" in n for n in names):
-        return None
-    return "'" + prefix + "".join(f'["{n}"]' for n in names) + "'"
-
-
-def _field_problems_sql(root: str, prefix: str, checks: list[FieldCheck]) -> tuple[str, str]:
-    """SQL for (paths of null/absent non-optional fields, paths of wrongly typed values), each a
-    comma-separated string, empty when none.
-
-    Built as SQL text and parsed once: building it as Column objects costs a Py4J round trip per
-    function call (about 30 s of driver time for 36 schemas, measured). No higher-order
-    functions, so Spark generates code and evaluates shared sub-expressions once.
-    """
-    nulls, types = [], []
-    for c in checks:
-        path, parent_path = _sql_path(prefix, c.path), _sql_path(prefix, c.path[:-1])
-        if path is None or parent_path is None:
-            continue
-        x = f"try_variant_get({root}, {path}, 'variant')"
-        if c.unwrap:
-            x = (f"(CASE WHEN startswith(schema_of_variant({x}), 'OBJECT') "
-                 f"THEN try_variant_get({x}, '$.value', 'variant') ELSE {x} END)")
-        parent = f"try_variant_get({root}, {parent_path}, 'variant')"
-        parent_ok = "true" if len(c.path) == 1 else f"({parent} IS NOT NULL AND NOT is_variant_null({parent}))"
-        is_null = f"({x} IS NULL OR is_variant_null({x}))"
-        label = "'" + c.dotted.replace("'", "") + "'"
-        if not c.optional:
-            nulls.append(f"CASE WHEN {parent_ok} AND {is_null} THEN {label} END")
-        if c.type == "struct":  # avoid rendering a whole object's schema just to learn it is one
-            ok = f"(try_variant_get({x}, '$', 'map<string,variant>') IS NOT NULL)"
-        elif c.allowed:
-            allowed = ", ".join(f"'{a}'" for a in c.allowed)
-            ok = f"(regexp_extract(schema_of_variant({x}), '^([A-Z]+)', 1) IN ({allowed}))"
-        else:
-            ok = "true"
-        if c.int_range is not None:
-            lo, hi = c.int_range
-            ok = f"({ok} AND coalesce(try_variant_get({x}, '$', 'bigint') BETWEEN {lo} AND {hi}, false))"
-        types.append(f"CASE WHEN {parent_ok} AND NOT {is_null} AND NOT {ok} THEN {label} END")
-
-    def joined(parts: list[str]) -> str:
-        return f"concat_ws(', ', {', '.join(parts)})" if parts else "''"
-
-    return joined(nulls), joined(types)
+def _shape_sql(text_col: str) -> str:
+    """The payload's shape (variant_shape.py) as Spark computes it, decimal precision dropped."""
+    return (f"regexp_replace(schema_of_variant(try_variant_get(try_parse_json({text_col}), '$.payload', 'variant')), "
+            r"'DECIMAL\\(\\d+,\\d+\\)', 'DECIMAL')")
 
 
 def _distinct_schemas(data: DataFrame, column: str) -> dict[int, str]:
@@ -159,20 +118,20 @@ def _distinct_schemas(data: DataFrame, column: str) -> dict[int, str]:
     return {r[column + "_hash"]: r["s"] for r in rows}
 
 
-def _schema_sql(schema: dict, label: str) -> dict[str, str]:
-    """Per-record problem texts against ``schema`` as SQL ("" = none), one per rule."""
+def _judge(schema: dict, label: str, shape_text: str, topic: str | None) -> dict[str, str]:
+    """Problem texts of one (schema, shape[, topic]) per rule; rules without a problem are left out."""
     checks = compile_schema(schema, skip=SKIP_NULL_CHECK, unwrap_top=label == "key")
-    nulls, types = _field_problems_sql("_v", "$.payload", checks)
-    bad = ", ".join(invalid_avro_names(schema)).replace("'", "")
-    sql = {"non_optional_null": nulls, "type_mismatch": types, "invalid_avro_name": f"'{bad}'",
-           "key_schema_name_mismatch": "''"}
+    try:
+        nulls, types = field_problems(checks, parse_shape(shape_text))
+    except ShapeSyntaxError:  # a Spark version spelling shapes differently: judge nothing rather than everything
+        nulls, types = [], []
+    out = {"non_optional_null": ", ".join(nulls), "type_mismatch": ", ".join(types),
+           "invalid_avro_name": ", ".join(invalid_avro_names(schema))}
     name = schema.get("name")
-    if label == "key" and isinstance(name, str) and "'" not in name:
-        actual = re.sub(r"[^A-Za-z0-9_.]", "_", name)
-        sql["key_schema_name_mismatch"] = (
-            f"CASE WHEN '{actual}' != concat(regexp_replace(topic, '[^A-Za-z0-9_.]', '_'), '.Key') "
-            f"THEN '{name}' ELSE '' END")
-    return sql
+    if (label == "key" and isinstance(name, str) and topic is not None
+            and re.sub(r"[^A-Za-z0-9_.]", "_", name) != re.sub(r"[^A-Za-z0-9_.]", "_", topic) + ".Key"):
+        out["key_schema_name_mismatch"] = name
+    return {rule: text for rule, text in out.items() if text}
 
 
 _MESSAGES = {
@@ -181,38 +140,43 @@ _MESSAGES = {
     "invalid_avro_name": "{label} schema name(s) not valid Avro full names: ",
     "key_schema_name_mismatch": "key schema name does not match the topic: ",
 }
+_PROBLEMS = "hash bigint, shape string, topic string, rule string, message string"
 
 
-def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
+def embedded_schema_findings(events: DataFrame, cache: FrameCache = NO_CACHE) -> list[DataFrame]:
     """Findings of every record against its own embedded key and value schema.
 
-    One pass per distinct schema: a CASE over several schemas grows past what Spark compiles
-    to code and runs about 4x slower interpreted (measured on 3 schemas, 20k events). Each
-    pass is a handful of SQL strings, so building many passes costs the driver little.
+    Each record gets the shape of its payload (one generic expression, whatever the schema);
+    the distinct (schema, shape) pairs, few, are judged on the driver (variant_shape.py) and
+    joined back to the records. Keys are judged per topic too (the key schema name must match it).
     """
     data = _data(events)
+    spark = events.sparkSession
     frames: list[DataFrame] = []
-    finding_cols = dynamic_finding(F.col("p.rule"), F.col("p.message"), **_loc())
     for column, text_col, label in (("value_schema", "value_text", "value"), ("key_schema", "key", "key")):
-        explode = "explode(array({})) AS p".format(", ".join(
-            f"CASE WHEN _{rule} != '' THEN named_struct('rule', '{rule}', 'message', "
-            f"concat('{msg.format(label=label)}', _{rule})) END"
-            for rule, msg in _MESSAGES.items()
-        ))
-        for h, text in _distinct_schemas(data, column).items():
-            schema = parse_schema(text)
-            if schema is None:
-                continue
-            problems = [f"{sql} AS _{rule}" for rule, sql in _schema_sql(schema, label).items()]
-            frames.append(
-                data.where(f"{column}_hash = {h}")
-                .selectExpr(*LOC_COLUMNS, f"try_parse_json({text_col}) AS _v")
-                .where("_v IS NOT NULL")  # decoded by from_json, so a variant-only parse failure
-                .selectExpr(*LOC_COLUMNS, *problems)
-                .selectExpr(*LOC_COLUMNS, explode)
-                .where("p IS NOT NULL")
-                .select(*finding_cols)
-            )
+        schemas = {h: parse_schema(text) for h, text in _distinct_schemas(data, column).items()}
+        schemas = {h: s for h, s in schemas.items() if s is not None}
+        if not schemas:
+            continue
+        shaped = cache.keep(
+            data.where(F.col(column + "_hash").isin(list(schemas)))
+            .selectExpr(*LOC_COLUMNS, f"{column}_hash AS hash", f"{_shape_sql(text_col)} AS shape")
+            .where("shape IS NOT NULL")  # decoded by from_json, so a variant-only parse failure
+        )
+        by_topic = label == "key"
+        pairs = shaped.select("hash", "shape", *(["topic"] if by_topic else [])).distinct().collect()
+        problems = [
+            (r["hash"], r["shape"], r["topic"] if by_topic else None, rule, _MESSAGES[rule].format(label=label) + text)
+            for r in pairs
+            for rule, text in _judge(schemas[r["hash"]], label, r["shape"], r["topic"] if by_topic else None).items()
+        ]
+        if not problems:
+            continue
+        on = ["hash", "shape", *(["topic"] if by_topic else [])]
+        table = spark.createDataFrame(problems, _PROBLEMS)
+        if not by_topic:
+            table = table.drop("topic")
+        frames.append(shaped.join(F.broadcast(table), on).select(*dynamic_finding(F.col("rule"), F.col("message"), **_loc())))
     return frames
 
 

@@ -1,0 +1,20 @@
+"""Spark's spelling of shapes is what the pure parser reads (guards a Spark upgrade)."""
+
+import json
+
+from cdc_monitor.checks.schema import _shape_sql
+from cdc_monitor.checks.variant_shape import parse_shape
+
+
+def test_spark_shapes_parse_with_quoted_names_and_dropped_decimal_precision(spark):
+    payload = {"after": {"id": 1, "a b": 2.5, "c`d": [1, "x"], "e:f": {"value": 1.25}, "": None, "big": 10**20},
+               "op": "c", "n": True}
+    frame = spark.createDataFrame([(json.dumps({"schema": {}, "payload": payload}),)], "value_text string")
+    text = frame.selectExpr(f"{_shape_sql('value_text')} AS shape").first()["shape"]
+    assert "DECIMAL(" not in text
+    shape = parse_shape(text)
+    after = shape.fields["after"].fields
+    assert {k: v.kind for k, v in after.items()} == {
+        "id": "BIGINT", "a b": "DECIMAL", "c`d": "ARRAY", "e:f": "OBJECT", "": "VOID", "big": "DECIMAL"}
+    assert after["e:f"].fields["value"].kind == "DECIMAL"
+    assert shape.fields["n"].kind == "BOOLEAN" and shape.fields["op"].kind == "STRING"
