@@ -47,9 +47,11 @@ def _markers(events: DataFrame) -> DataFrame:
 
 
 def _data(events: DataFrame) -> DataFrame:
-    """Data events that name a transaction, exact re-deliveries dropped."""
+    """Data events that name a transaction, exact re-deliveries dropped, partitioned by (server,
+    txn_id) once: every window and aggregate on the data side keys on a superset of that."""
     return (
         events.where((F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("txn_id").isNotNull())
+        .repartition("server", "txn_id")
         .withColumn("rn", F.row_number().over(
             Window.partitionBy("server", "txn_id", "topic", "key_payload", "value_hash").orderBy("partition", "offset")))
         .where(F.col("rn") == 1)
@@ -103,15 +105,9 @@ def _per_transaction(markers: DataFrame, partitions: DataFrame, data_start: Data
     return txns.withColumn("status", status)
 
 
-def _seen(data: DataFrame) -> tuple[DataFrame, DataFrame]:
-    per_txn = data.groupBy("server", "txn_id").agg(F.count(F.lit(1)).alias("seen"))
-    per_collection = data.groupBy("server", "txn_id", "table").agg(F.count(F.lit(1)).alias("n")).groupBy("server", "txn_id").agg(
-        F.map_from_entries(F.collect_list(F.struct("table", "n"))).alias("seen_by_collection"))
-    return per_txn, per_collection
-
-
-def _order_breaks(data: DataFrame) -> DataFrame:
-    """First data event per transaction whose total_order or data_collection_order breaks 1..n."""
+def _per_transaction_data(data: DataFrame) -> DataFrame:
+    """Per transaction: data events seen, seen per collection, and the first event whose
+    total_order or data_collection_order breaks 1..n (with how many break)."""
     by_total = Window.partitionBy("server", "txn_id").orderBy("txn_total_order", "topic", "partition", "offset")
     by_coll = Window.partitionBy("server", "txn_id", "table").orderBy("txn_collection_order", "topic", "partition", "offset")
     ranked = data.withColumn(
@@ -119,23 +115,29 @@ def _order_breaks(data: DataFrame) -> DataFrame:
     ).withColumn(
         "coll_break",
         F.col("txn_collection_order").isNotNull() & (F.col("txn_collection_order") != F.row_number().over(by_coll)),
-    ).where(F.col("total_break") | F.col("coll_break"))
-    first = F.min_by(
-        F.struct("topic", "partition", "offset", "key", "txn_total_order", "txn_collection_order", "total_break",
-                 "table"),
-        F.struct(F.coalesce("txn_total_order", F.lit(0)), "topic", "partition", "offset"),
     )
-    return ranked.groupBy("server", "txn_id").agg(first.alias("brk"), F.count(F.lit(1)).alias("breaks"))
+    broken = F.col("total_break") | F.col("coll_break")
+    brk = F.struct("topic", "partition", "offset", "key", "txn_total_order", "txn_collection_order", "total_break", "table")
+    brk_order = F.struct(F.coalesce("txn_total_order", F.lit(0)), "topic", "partition", "offset")
+    per_table = ranked.groupBy("server", "txn_id", "table").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.min_by(F.when(broken, brk), F.when(broken, brk_order)).alias("brk"),
+        F.sum(broken.cast("int")).alias("breaks"),
+    )
+    return per_table.groupBy("server", "txn_id").agg(
+        F.sum("n").alias("seen"),
+        F.map_from_entries(F.collect_list(F.struct("table", "n"))).alias("seen_by_collection"),
+        F.min_by("brk", F.when(F.col("brk").isNotNull(), F.struct(
+            F.coalesce("brk.txn_total_order", F.lit(0)), "brk.topic", "brk.partition", "brk.offset"))).alias("brk"),
+        F.sum("breaks").alias("breaks"),
+    )
 
 
 def transaction_check(events: DataFrame, partitions: DataFrame, cache: FrameCache = NO_CACHE) -> TransactionResult:
     markers = _markers(events)
     data = _data(events)
     txns = _per_transaction(markers, partitions, _data_start(events, partitions))
-    seen, seen_coll = _seen(data)
-    breaks = _order_breaks(data)
-    on = ["server", "txn_id"]
-    txns = txns.join(seen, on, "left").join(seen_coll, on, "left").join(breaks, on, "left")
+    txns = txns.join(_per_transaction_data(data), ["server", "txn_id"], "left")
     txns = txns.withColumn("seen", F.coalesce("seen", F.lit(0)))
     complete = F.col("status") == "complete"
     coll_diff = F.filter(
