@@ -45,7 +45,7 @@ def main(paths: list[str]) -> dict[str, float]:
     timed("transactions", transaction_check(events, partitions, FrameCache()).findings)
     timed("schema_envelope", envelope_findings(events))
     started = time.perf_counter()
-    frames = embedded_schema_findings(events, FrameCache())
+    frames = embedded_schema_findings(events)
     costs["schema_embedded_plan"] = round(time.perf_counter() - started, 2)
     timed("schema_embedded", frames)
     timed("ordering", ordering_findings(events, partitions, FrameCache()))

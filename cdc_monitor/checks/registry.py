@@ -31,7 +31,7 @@ def run_checks(events: DataFrame, partitions: DataFrame, config: ScanConfig, cac
         *lag_findings(events, config.lag_threshold_ms, config.table_lag_threshold_ms),
         *tx.findings,
         *envelope_findings(events),
-        *embedded_schema_findings(events, cache),
+        *embedded_schema_findings(events),
         *ordering_findings(events, partitions, cache),
     ]
     lag = [r.asDict() for r in lag_table(events).orderBy("server", "topic", "table").collect()]

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.cache import NO_CACHE, FrameCache
 from cdc_monitor.checks.connect_schema import compile_schema, invalid_avro_names, parse_schema
 from cdc_monitor.checks.findings import dynamic_finding, finding
 from cdc_monitor.checks.variant_shape import ShapeSyntaxError, field_problems, parse_shape
@@ -112,12 +111,6 @@ def _shape_sql(text_col: str) -> str:
             r"'DECIMAL\\(\\d+,\\d+\\)', 'DECIMAL')")
 
 
-def _distinct_schemas(data: DataFrame, column: str) -> dict[int, str]:
-    rows = data.where(F.col(column + "_hash").isNotNull()).groupBy(column + "_hash").agg(
-        F.first(column).alias("s")).collect()
-    return {r[column + "_hash"]: r["s"] for r in rows}
-
-
 def _judge(schema: dict, label: str, shape_text: str, topic: str | None) -> dict[str, str]:
     """Problem texts of one (schema, shape[, topic]) per rule; rules without a problem are left out."""
     checks = compile_schema(schema, skip=SKIP_NULL_CHECK, unwrap_top=label == "key")
@@ -143,40 +136,39 @@ _MESSAGES = {
 _PROBLEMS = "hash bigint, shape string, topic string, rule string, message string"
 
 
-def embedded_schema_findings(events: DataFrame, cache: FrameCache = NO_CACHE) -> list[DataFrame]:
+def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
     """Findings of every record against its own embedded key and value schema.
 
     Each record gets the shape of its payload (one generic expression, whatever the schema);
-    the distinct (schema, shape) pairs, few, are judged on the driver (variant_shape.py) and
-    joined back to the records. Keys are judged per topic too (the key schema name must match it).
+    the distinct (schema, shape) pairs, few, are collected with their schema text in one
+    aggregate, judged on the driver (variant_shape.py) and joined back to the records (a second
+    pass, only when some pair has a problem). Keys are judged per topic too (the key schema
+    name must match it).
     """
     data = _data(events)
-    spark = events.sparkSession
     frames: list[DataFrame] = []
     for column, text_col, label in (("value_schema", "value_text", "value"), ("key_schema", "key", "key")):
-        schemas = {h: parse_schema(text) for h, text in _distinct_schemas(data, column).items()}
-        schemas = {h: s for h, s in schemas.items() if s is not None}
-        if not schemas:
-            continue
-        shaped = cache.keep(
-            data.where(F.col(column + "_hash").isin(list(schemas)))
-            .selectExpr(*LOC_COLUMNS, f"{column}_hash AS hash", f"{_shape_sql(text_col)} AS shape")
+        by_topic = label == "key"
+        on = ["hash", "shape", *(["topic"] if by_topic else [])]
+        shaped = (
+            data.where(F.col(column + "_hash").isNotNull())
+            .selectExpr(*LOC_COLUMNS, f"{column}_hash AS hash", f"{column} AS schema_text", f"{_shape_sql(text_col)} AS shape")
             .where("shape IS NOT NULL")  # decoded by from_json, so a variant-only parse failure
         )
-        by_topic = label == "key"
-        pairs = shaped.select("hash", "shape", *(["topic"] if by_topic else [])).distinct().collect()
-        problems = [
-            (r["hash"], r["shape"], r["topic"] if by_topic else None, rule, _MESSAGES[rule].format(label=label) + text)
-            for r in pairs
-            for rule, text in _judge(schemas[r["hash"]], label, r["shape"], r["topic"] if by_topic else None).items()
-        ]
-        if not problems:
-            continue
-        on = ["hash", "shape", *(["topic"] if by_topic else [])]
-        table = spark.createDataFrame(problems, _PROBLEMS)
-        if not by_topic:
-            table = table.drop("topic")
-        frames.append(shaped.join(F.broadcast(table), on).select(*dynamic_finding(F.col("rule"), F.col("message"), **_loc())))
+        schemas: dict[int, dict | None] = {}
+        problems = []
+        for r in shaped.groupBy(*on).agg(F.first("schema_text").alias("schema_text")).collect():
+            if r["hash"] not in schemas:
+                schemas[r["hash"]] = parse_schema(r["schema_text"])
+            schema = schemas[r["hash"]]
+            topic = r["topic"] if by_topic else None
+            if schema is not None:
+                problems += [(r["hash"], r["shape"], topic, rule, _MESSAGES[rule].format(label=label) + text)
+                             for rule, text in _judge(schema, label, r["shape"], topic).items()]
+        if problems:
+            table = events.sparkSession.createDataFrame(problems, _PROBLEMS).select(*on, "rule", "message")
+            frames.append(shaped.join(F.broadcast(table), on)
+                          .select(*dynamic_finding(F.col("rule"), F.col("message"), **_loc())))
     return frames
 
 
