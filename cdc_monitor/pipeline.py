@@ -147,7 +147,9 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     lap("read_decode")
     rejects_count = 0
     finding_frames = [decode_findings(events)]
-    if source.rejects is not None:
+    # the decode pass counted unreadable input lines: read them again only when there are some
+    seen = source.rejects_observed.get["rejects"] if source.rejects_observed is not None else None
+    if source.rejects is not None and seen != 0:
         rejects = cache.keep(source.rejects)
         rejects_count = rejects.count()
         if rejects_count:

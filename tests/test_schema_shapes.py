@@ -10,7 +10,9 @@ def test_spark_shapes_parse_with_quoted_names_and_dropped_decimal_precision(spar
     payload = {"after": {"id": 1, "a b": 2.5, "c`d": [1, "x"], "e:f": {"value": 1.25}, "": None, "big": 10**20},
                "op": "c", "n": True}
     frame = spark.createDataFrame([(json.dumps({"schema": {}, "payload": payload}),)], "value_text string")
-    text = frame.selectExpr(f"{_shape_sql('value_text')} AS shape").first()["shape"]
+    row = frame.selectExpr(f"{_shape_sql('value_text', True)} AS a", f"{_shape_sql('value_text', False)} AS b").first()
+    assert row["a"] == row["b"]
+    text = row["a"]
     assert "DECIMAL(" not in text
     shape = parse_shape(text)
     after = shape.fields["after"].fields

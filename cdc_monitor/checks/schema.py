@@ -105,10 +105,14 @@ def envelope_findings(events: DataFrame) -> list[DataFrame]:
 
 
 # -- embedded schema rules --------------------------------------------------------------------
-def _shape_sql(text_col: str) -> str:
-    """The payload's shape (variant_shape.py) as Spark computes it, decimal precision dropped."""
-    return (f"regexp_replace(schema_of_variant(try_variant_get(try_parse_json({text_col}), '$.payload', 'variant')), "
-            r"'DECIMAL\\(\\d+,\\d+\\)', 'DECIMAL')")
+def _shape_sql(text_col: str, payload_only: bool) -> str:
+    """The payload's shape (variant_shape.py) as Spark computes it, decimal precision dropped.
+    ``payload_only`` parses just the payload into a variant (get_json_object skips the schema's
+    tokens; 1.5 s instead of 2.3 s for 100k events, measured); it would miss a bare string
+    payload, which only a key can have (keys are small and parsed whole)."""
+    payload = (f"try_parse_json(get_json_object({text_col}, '$.payload'))" if payload_only
+               else f"try_variant_get(try_parse_json({text_col}), '$.payload', 'variant')")
+    return rf"regexp_replace(schema_of_variant({payload}), 'DECIMAL\\(\\d+,\\d+\\)', 'DECIMAL')"
 
 
 def _judge(schema: dict, label: str, shape_text: str, topic: str | None) -> dict[str, str]:
@@ -152,7 +156,8 @@ def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
         on = ["hash", "shape", *(["topic"] if by_topic else [])]
         shaped = (
             data.where(F.col(column + "_hash").isNotNull())
-            .selectExpr(*LOC_COLUMNS, f"{column}_hash AS hash", f"{column} AS schema_text", f"{_shape_sql(text_col)} AS shape")
+            .selectExpr(*LOC_COLUMNS, f"{column}_hash AS hash", f"{column} AS schema_text",
+                        f"{_shape_sql(text_col, payload_only=not by_topic)} AS shape")
             .where("shape IS NOT NULL")  # decoded by from_json, so a variant-only parse failure
         )
         schemas: dict[int, dict | None] = {}

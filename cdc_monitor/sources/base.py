@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import types as T
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, Observation
 
 # Exactly the columns (names, types, order) of Spark's built-in Kafka source.
 KAFKA_SCHEMA = T.StructType(
@@ -36,9 +36,12 @@ class SourceResult:
     """Records in Kafka-source shape, plus input that could not even be read as a record.
 
     ``rejects`` has columns ``file`` and ``line`` (the text, truncated); it is None for sources
-    that cannot produce such input (Kafka itself).
+    that cannot produce such input (Kafka itself). ``rejects_observed``, when set, counts them
+    (metric ``rejects``) as a side effect of the first action on ``records``: a pipeline that has
+    run one can skip a second pass over the input when it is 0.
     """
 
     records: DataFrame
     rejects: DataFrame | None = None
+    rejects_observed: Observation | None = None
     description: dict[str, object] = field(default_factory=dict)

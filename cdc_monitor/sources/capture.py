@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column
+from pyspark.sql import Column, Observation
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -85,6 +85,8 @@ def read_capture(spark: SparkSession, paths: Sequence[str | Path]) -> SourceResu
         & F.col("r.partition").isNotNull()
         & F.col("r.offset").isNotNull()
     )
+    observed = Observation("capture_rejects")
+    parsed = parsed.observe(observed, F.count_if(~ok).alias("rejects"))
     tstype = F.coalesce(
         *[F.when(F.col("r.tstype") == name, F.lit(code)) for name, code in _TSTYPES.items()], F.lit(-1)
     )
@@ -112,4 +114,5 @@ def read_capture(spark: SparkSession, paths: Sequence[str | Path]) -> SourceResu
         "file", F.substring(F.col("value"), 1, REJECT_TEXT_CHARS).alias("line")
     )
     assert records.schema == KAFKA_SCHEMA, records.schema  # the Kafka source's columns, exactly
-    return SourceResult(records=records, rejects=rejects, description={"kind": "capture", "files": files})
+    return SourceResult(records=records, rejects=rejects, rejects_observed=observed,
+                        description={"kind": "capture", "files": files})
