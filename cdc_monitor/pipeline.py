@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from cdc_monitor import __version__
 from cdc_monitor.checks.cache import FrameCache
-from cdc_monitor.checks.decode import capture_line_findings, decode_findings
+from cdc_monitor.checks.decode import capture_line_findings
 from cdc_monitor.checks.findings import CHECKS, FINDING_COLUMNS, RULES
 from cdc_monitor.checks.transactions import transaction_summary
 from cdc_monitor.checks.window import partition_window
@@ -146,7 +146,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     events = cache.materialize(decode_records(source.records, opts))
     lap("read_decode")
     rejects_count = 0
-    finding_frames = [decode_findings(events)]
+    finding_frames: list[DataFrame] = []
     # the decode pass counted unreadable input lines: read them again only when there are some
     seen = source.rejects_observed.get["rejects"] if source.rejects_observed is not None else None
     if source.rejects is not None and seen != 0:
@@ -158,7 +158,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     lap("window", f" ({len(window['partitions'])} partitions)")
     checked = run_checks(events, partitions, cfg, cache)
     lap("checks_plan_and_aggregates")
-    finding_frames.extend(checked.findings)
+    finding_frames[:0] = checked.findings
     findings = finding_frames[0]
     for frame in finding_frames[1:]:
         findings = findings.unionByName(frame.select(*FINDING_COLUMNS))

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import finding
+from cdc_monitor.checks.findings import RecordRule, finding, record_findings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -14,24 +14,20 @@ if TYPE_CHECKING:
 SNIPPET = 80
 
 
-def decode_findings(events: DataFrame) -> DataFrame:
-    bad = events.where(F.col("decode_error").isNotNull())
+def decode_rules() -> list[RecordRule]:
     snippet = F.when(F.col("decode_detail") == "key", F.col("key")).otherwise(F.col("value_text"))
-    rows = []
-    for rule in ("invalid_json", "invalid_envelope"):
-        part = bad.where(F.col("decode_error") == rule)
-        msg = F.concat(
+    return [
+        RecordRule(rule, F.col("decode_error") == rule, F.concat(
             F.col("decode_detail"), F.lit(" is not "),
             F.lit("valid JSON" if rule == "invalid_json" else "a Connect/Debezium object"),
             F.lit(": "), F.substring(F.coalesce(snippet, F.lit("")), 1, SNIPPET),
-        )
-        rows.append(
-            part.select(
-                *finding(rule, msg, topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"),
-                         key=F.col("key"), server=F.col("server"))
-            )
-        )
-    return rows[0].unionByName(rows[1])
+        ), located=False)
+        for rule in ("invalid_json", "invalid_envelope")
+    ]
+
+
+def decode_findings(events: DataFrame) -> DataFrame:
+    return record_findings(events, decode_rules())
 
 
 def capture_line_findings(rejects: DataFrame) -> DataFrame:

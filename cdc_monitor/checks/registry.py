@@ -6,9 +6,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.checks.cache import NO_CACHE, FrameCache
-from cdc_monitor.checks.lag import lag_findings, lag_table
+from cdc_monitor.checks.decode import decode_rules
+from cdc_monitor.checks.findings import record_findings
+from cdc_monitor.checks.lag import lag_rules, lag_spike_findings, lag_table
 from cdc_monitor.checks.ordering import ordering_findings
-from cdc_monitor.checks.schema import embedded_schema_findings, envelope_findings, schema_drift
+from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules, schema_drift
 from cdc_monitor.checks.transactions import transaction_check
 
 if TYPE_CHECKING:
@@ -28,9 +30,10 @@ class CheckedResult:
 def run_checks(events: DataFrame, partitions: DataFrame, config: ScanConfig, cache: FrameCache = NO_CACHE) -> CheckedResult:
     tx = transaction_check(events, partitions, cache)
     findings = [
-        *lag_findings(events, config.lag_threshold_ms, config.table_lag_threshold_ms),
+        # decode, lag and envelope rules need only the record itself: one pass for all of them
+        record_findings(events, [*decode_rules(), *lag_rules(), *envelope_rules()]),
+        lag_spike_findings(events, config.lag_threshold_ms, config.table_lag_threshold_ms),
         *tx.findings,
-        *envelope_findings(events),
         *embedded_schema_findings(events),
         *ordering_findings(events, partitions, cache),
     ]

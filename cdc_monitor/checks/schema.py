@@ -15,7 +15,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.connect_schema import compile_schema, invalid_avro_names, parse_schema
-from cdc_monitor.checks.findings import dynamic_finding, finding
+from cdc_monitor.checks.findings import RecordRule, dynamic_finding, record_findings
 from cdc_monitor.checks.variant_shape import ShapeSyntaxError, field_problems, parse_shape
 
 if TYPE_CHECKING:
@@ -59,12 +59,13 @@ def _before_after_problem() -> Column:
 
 
 def _missing_source() -> Column:
+    """Required source fields the record lacks, comma-separated ('' when none or connector unknown)."""
     src = F.col("source")
-    missing = F.lit(None).cast("array<string>")
+    missing = F.lit("")
     for flavour, fields in REQUIRED_SOURCE.items():
-        arr = F.filter(F.array(*[F.when(src[f].isNull(), F.lit(f)) for f in fields]), lambda x: x.isNotNull())
-        missing = F.when(F.col("flavour") == flavour, arr).otherwise(missing)
-    return F.when(src.isNull(), F.array(F.lit("source"))).otherwise(F.coalesce(missing, F.array()))
+        names = F.concat_ws(", ", *[F.when(src[f].isNull(), F.lit(f)) for f in fields])
+        missing = F.when(F.col("flavour") == flavour, names).otherwise(missing)
+    return F.when(src.isNull(), F.lit("source")).otherwise(missing)
 
 
 def _unwrap_text(values: Column) -> Column:
@@ -82,26 +83,27 @@ def _key_mismatch() -> Column:
     )
 
 
-def envelope_findings(events: DataFrame) -> list[DataFrame]:
-    data = _data(events)
-    loc = _loc()
+def envelope_rules() -> list[RecordRule]:
+    is_data = (F.col("kind") == "data") & F.col("decode_error").isNull()
+    op = F.col("op")
     ba = _before_after_problem()
     missing = _missing_source()
-    key_diff = _key_mismatch()
+    key_diff = F.array_join(_key_mismatch(), ", ")
     return [
-        data.where(F.col("op").isNull()).select(*finding("op_missing", F.lit("change event without op"), **loc)),
-        data.where(F.col("op").isNotNull() & ~F.col("op").isin(*OPS)).select(
-            *finding("invalid_op", F.concat(F.lit("op "), F.to_json(F.array("op")), F.lit(" is not one of c,u,d,r,t,m")), **loc)),
-        data.where(ba.isNotNull()).select(*finding("before_after_mismatch", ba, **loc)),
-        data.withColumn("missing", missing).where(F.size("missing") > 0).select(*finding(
-            "missing_source_field", F.concat(F.lit("source lacks "), F.array_join("missing", ", "),
-                                             F.lit(" ("), F.coalesce("flavour", F.lit("unknown connector")), F.lit(")")),
-            **loc)),
-        data.where(F.col("key_payload").isNotNull() & F.col("op").isin("c", "u", "d", "r"))
-        .withColumn("diff", key_diff).where(F.size("diff") > 0)
-        .select(*finding("key_payload_mismatch", F.concat(F.lit("key differs from the row in "),
-                                                          F.array_join("diff", ", ")), **loc)),
+        RecordRule("op_missing", is_data & op.isNull(), F.lit("change event without op")),
+        RecordRule("invalid_op", is_data & op.isNotNull() & ~op.isin(*OPS),
+                   F.concat(F.lit("op "), F.to_json(F.array(op)), F.lit(" is not one of c,u,d,r,t,m"))),
+        RecordRule("before_after_mismatch", is_data & ba.isNotNull(), ba),
+        RecordRule("missing_source_field", is_data & (missing != ""), F.concat(
+            F.lit("source lacks "), missing, F.lit(" ("), F.coalesce("flavour", F.lit("unknown connector")), F.lit(")"))),
+        RecordRule("key_payload_mismatch",
+                   is_data & F.col("key_payload").isNotNull() & op.isin("c", "u", "d", "r") & (key_diff != ""),
+                   F.concat(F.lit("key differs from the row in "), key_diff)),
     ]
+
+
+def envelope_findings(events: DataFrame) -> list[DataFrame]:
+    return [record_findings(events, envelope_rules())]
 
 
 # -- embedded schema rules --------------------------------------------------------------------

@@ -26,11 +26,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_monitor.checks.cache import FrameCache
-from cdc_monitor.checks.decode import decode_findings
-from cdc_monitor.checks.findings import FINDING_COLUMNS, RULES
-from cdc_monitor.checks.lag import change_events, lag_findings, lag_table, with_lag
+from cdc_monitor.checks.decode import decode_rules
+from cdc_monitor.checks.findings import FINDING_COLUMNS, RULES, record_findings
+from cdc_monitor.checks.lag import change_events, lag_rules, lag_spike_findings, lag_table, with_lag
 from cdc_monitor.checks.ordering import ordering_findings
-from cdc_monitor.checks.schema import embedded_schema_findings, envelope_findings
+from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules
 from cdc_monitor.checks.transactions import transaction_check
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records
@@ -153,8 +153,9 @@ def _check(spark: SparkSession, events: DataFrame, state: WatchState, settings: 
     lag_scope = events.join(tail, ["topic", "partition", "offset"], "left").where(F.col("is_new") | F.col("tail").isNotNull())
     tx = transaction_check(events, partitions, cache)
     awaiting = F.broadcast(_coords(spark, state.awaiting).withColumn("awaited", F.lit(True)))
-    per_record = [decode_findings(fresh), *envelope_findings(fresh), *embedded_schema_findings(fresh)]
-    in_context = [*lag_findings(lag_scope, cfg.lag_threshold_ms, cfg.table_lag_threshold_ms),
+    per_record = [record_findings(fresh, [*decode_rules(), *lag_rules(), *envelope_rules()]),
+                  *embedded_schema_findings(fresh)]
+    in_context = [lag_spike_findings(lag_scope, cfg.lag_threshold_ms, cfg.table_lag_threshold_ms),
                   *ordering_findings(events, partitions, cache)]
     is_new = events.select("topic", "partition", "offset", "is_new")
     judged = [f.select(*FINDING_COLUMNS) for f in per_record]
