@@ -31,9 +31,12 @@ LOCAL_DEFAULTS: dict[str, str] = {
 }
 # Needed wherever it runs: UTC times; JSON objects with a repeated key (seed 001's MySQL update
 # repeats "name") parse as from_json does, last one wins, instead of failing as variants.
+# A scan generates ~350 classes; Spark keeps 100 compiled, so every window (watch's micro-batches,
+# repeated scans in one session) compiled them all again: ~5 s per window, measured.
 CLUSTER_DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.variant.allowDuplicateKeys": "true",
+    "spark.sql.codegen.cache.maxEntries": "2000",
 }
 LOCAL_DEFAULTS |= CLUSTER_DEFAULTS
 
