@@ -11,10 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import functions as F
-
 from cdc_monitor import __version__
 from cdc_monitor.checks.cache import FrameCache
+from cdc_monitor.checks.census import census, events_by_table, schema_versions, summary_counts
 from cdc_monitor.checks.decode import capture_line_findings
 from cdc_monitor.checks.findings import CHECKS, FINDING_COLUMNS, RULES
 from cdc_monitor.checks.transactions import transaction_summary
@@ -73,33 +72,6 @@ class ScanResult:
             "findings": self.findings,
             "timings_seconds": self.timings,
         }
-
-
-def _summary(events: DataFrame, rejects_count: int) -> dict[str, Any]:
-    row = events.agg(
-        F.count(F.lit(1)).alias("records"),
-        F.sum((F.col("kind") == "data").cast("int")).alias("data_events"),
-        F.sum((F.col("kind") == "tombstone").cast("int")).alias("tombstones"),
-        F.sum((F.col("kind") == "transaction").cast("int")).alias("transaction_markers"),
-        F.sum((F.col("kind") == "schema_change").cast("int")).alias("schema_changes"),
-        F.sum((F.col("kind") == "heartbeat").cast("int")).alias("heartbeats"),
-        F.sum(F.col("decode_error").isNotNull().cast("int")).alias("invalid_records"),
-    ).first()
-    out = {k: int(v or 0) for k, v in row.asDict().items()}
-    out["invalid_records"] += rejects_count
-    out["unreadable_lines"] = rejects_count
-    return out
-
-
-def _events_by_table(events: DataFrame) -> list[dict[str, Any]]:
-    rows = (
-        events.where((F.col("kind") == "data") & F.col("decode_error").isNull())
-        .groupBy("server", "table", "op")
-        .count()
-        .orderBy("server", "table", "op")
-        .collect()
-    )
-    return [r.asDict() for r in rows]
 
 
 def collect_findings(findings: DataFrame, limit: int, cache: FrameCache
@@ -168,7 +140,8 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         per = counts.setdefault(c["severity"], {})
         per[c["rule"]] = per.get(c["rule"], 0) + int(c["count"])
     lap("findings", f" ({sum(int(c['count']) for c in finding_counts)} found)")
-    summary = _summary(events, rejects_count)
+    counted = census(events)
+    summary: dict[str, Any] = summary_counts(counted, rejects_count)
     summary["findings_by_check"] = findings_by_check(counts)
     summary["findings_by_severity"] = {s: sum(v.values()) for s, v in counts.items()}
     by_rule = {rule: n for per in counts.values() for rule, n in per.items()}
@@ -176,10 +149,10 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     result = ScanResult(
         window=window,
         summary=summary,
-        events_by_table=_events_by_table(events),
+        events_by_table=events_by_table(counted),
         lag=checked.lag,
         transactions=transactions,
-        schemas=checked.schemas,
+        schemas=schema_versions(counted),
         findings=rows,
         findings_by_rule=counts,
         finding_counts=finding_counts,

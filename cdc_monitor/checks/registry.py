@@ -10,7 +10,7 @@ from cdc_monitor.checks.decode import decode_rules
 from cdc_monitor.checks.findings import record_findings
 from cdc_monitor.checks.lag import lag_rules, lag_spike_findings, lag_table
 from cdc_monitor.checks.ordering import ordering_findings
-from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules, schema_drift
+from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules
 from cdc_monitor.checks.transactions import transaction_check
 
 if TYPE_CHECKING:
@@ -24,7 +24,6 @@ class CheckedResult:
     findings: list[DataFrame] = field(default_factory=list)
     lag: list[dict[str, Any]] = field(default_factory=list)
     transactions: DataFrame | None = None
-    schemas: list[dict[str, Any]] = field(default_factory=list)
 
 
 def run_checks(events: DataFrame, partitions: DataFrame, config: ScanConfig, cache: FrameCache = NO_CACHE) -> CheckedResult:
@@ -38,4 +37,4 @@ def run_checks(events: DataFrame, partitions: DataFrame, config: ScanConfig, cac
         *ordering_findings(events, partitions, cache),
     ]
     lag = [r.asDict() for r in lag_table(events).orderBy("server", "topic", "table").collect()]
-    return CheckedResult(findings=findings, lag=lag, transactions=tx.transactions, schemas=schema_drift(events))
+    return CheckedResult(findings=findings, lag=lag, transactions=tx.transactions)

@@ -177,13 +177,3 @@ def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
             frames.append(shaped.join(F.broadcast(table), on)
                           .select(*dynamic_finding(F.col("rule"), F.col("message"), **_loc())))
     return frames
-
-
-def schema_drift(events: DataFrame) -> list[dict]:
-    rows = (
-        _data(events).groupBy("topic")
-        .agg(F.countDistinct("value_schema_hash").alias("value_schemas"),
-             F.countDistinct("key_schema_hash").alias("key_schemas"))
-        .orderBy("topic").collect()
-    )
-    return [r.asDict() for r in rows]

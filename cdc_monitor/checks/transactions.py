@@ -202,15 +202,14 @@ def _orphans(events: DataFrame, markers: DataFrame) -> DataFrame:
 
 
 def transaction_summary(txns: DataFrame, findings_count: dict[str, int]) -> dict[str, Any]:
-    row = txns.agg(
-        F.count(F.lit(1)).alias("total"),
-        *[F.sum((F.col("status") == s).cast("int")).alias(s) for s in STATUSES],
-        *[F.sum(F.col(p).cast("int")).alias(p) for p in PROBLEMS],
-    ).first()
-    out: dict[str, Any] = {k: int(v or 0) for k, v in row.asDict().items()}
+    """Statuses and problems in total and per server (one job: per-server rows summed here)."""
+    rows = txns.groupBy("server").agg(F.count(F.lit(1)).alias("total"),
+                                      *[F.sum((F.col("status") == s).cast("int")).alias(s) for s in STATUSES],
+                                      *[F.sum(F.col(p).cast("int")).alias(p) for p in PROBLEMS]).collect()
+    by_server = {r["server"] or "": {k: int(r[k] or 0) for k in STATUSES + PROBLEMS}
+                 for r in sorted(rows, key=lambda r: (r["server"] is not None, r["server"]))}
+    out: dict[str, Any] = {"total": sum(int(r["total"]) for r in rows)}
+    out.update({k: sum(int(r[k] or 0) for r in rows) for k in STATUSES + PROBLEMS})
     out["orphan_events"] = findings_count.get("orphan_event", 0)
-    by_server = txns.groupBy("server").agg(*[F.sum((F.col("status") == s).cast("int")).alias(s) for s in STATUSES],
-                                           *[F.sum(F.col(p).cast("int")).alias(p) for p in PROBLEMS])
-    out["by_server"] = {r["server"] or "": {s: int(r[s] or 0) for s in STATUSES + PROBLEMS}
-                        for r in by_server.orderBy("server").collect()}
+    out["by_server"] = by_server
     return out

@@ -1,0 +1,65 @@
+"""The scan's counts from one aggregate over the events: the summary, data events per table and
+op, and schema versions per topic (three Spark jobs before, one now)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, Row
+
+KINDS = {"data": "data_events", "tombstone": "tombstones", "transaction": "transaction_markers",
+         "schema_change": "schema_changes", "heartbeat": "heartbeats"}
+
+
+def census(events: DataFrame) -> list[Row]:
+    """One row per (topic, kind, undecodable, server, table, op): records, and the distinct
+    value/key schema hashes seen."""
+    return events.groupBy(
+        "topic", "kind", F.col("decode_error").isNotNull().alias("bad"), "server", "table", "op",
+    ).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.collect_set("value_schema_hash").alias("value_hashes"),
+        F.collect_set("key_schema_hash").alias("key_hashes"),
+    ).collect()
+
+
+def _decoded_data(rows: Iterable[Row]) -> list[Row]:
+    return [r for r in rows if r["kind"] == "data" and not r["bad"]]
+
+
+def _nulls_first(*values: Any) -> tuple:
+    return tuple((v is not None, v) for v in values)
+
+
+def summary_counts(rows: list[Row], rejects_count: int) -> dict[str, int]:
+    out = {"records": sum(r["n"] for r in rows)}
+    for kind, name in KINDS.items():
+        out[name] = sum(r["n"] for r in rows if r["kind"] == kind)
+    out["invalid_records"] = sum(r["n"] for r in rows if r["bad"]) + rejects_count
+    out["unreadable_lines"] = rejects_count
+    return out
+
+
+def events_by_table(rows: list[Row]) -> list[dict[str, Any]]:
+    """Decoded data events per (server, table, op), in that order (nulls first, as Spark sorts)."""
+    counts: dict[tuple, int] = {}
+    for r in _decoded_data(rows):
+        k = (r["server"], r["table"], r["op"])
+        counts[k] = counts.get(k, 0) + r["n"]
+    return [{"server": s, "table": t, "op": o, "count": n}
+            for (s, t, o), n in sorted(counts.items(), key=lambda kv: _nulls_first(*kv[0]))]
+
+
+def schema_versions(rows: list[Row]) -> list[dict[str, Any]]:
+    """Distinct value and key schemas of decoded data events per topic."""
+    by_topic: dict[str, tuple[set, set]] = {}
+    for r in _decoded_data(rows):
+        v, k = by_topic.setdefault(r["topic"], (set(), set()))
+        v.update(r["value_hashes"])
+        k.update(r["key_hashes"])
+    return [{"topic": t, "value_schemas": len(v), "key_schemas": len(k)}
+            for t, (v, k) in sorted(by_topic.items(), key=lambda kv: _nulls_first(kv[0]))]
