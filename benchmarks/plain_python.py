@@ -100,7 +100,7 @@ def run(paths: list[str]) -> dict[str, Any]:
         key_text = json.dumps(key, sort_keys=True)
         if topic.endswith(".transaction"):
             if isinstance(value, dict) and value.get("status") == "BEGIN":
-                begins[value.get("id")] = rec["offset"]
+                begins[value.get("id")] = topic
             elif isinstance(value, dict) and value.get("status") == "END":
                 ends[value.get("id")] = value
             continue
@@ -125,7 +125,13 @@ def run(paths: list[str]) -> dict[str, Any]:
             if field not in source:
                 findings["missing_source_field"] += 1
                 break
-        table = f"{source.get('db')}.{source.get('table')}"
+        connector = source.get("connector")
+        if connector in ("postgresql", "yugabyte"):  # the data_collection spelling of each connector
+            table = f"{source.get('schema')}.{source.get('table')}"
+        elif connector in ("mysql", "mongodb", None):
+            table = f"{source.get('db')}.{source.get('table')}"
+        else:
+            table = f"{source.get('db')}.{source.get('schema')}.{source.get('table')}"
         snapshot = op == "r" or source.get("snapshot") in (True, "true", "last", "first")
         src_ts = source.get("ts_ms")
         if src_ts is None and source.get("ts_sec") is not None:
@@ -161,7 +167,11 @@ def run(paths: list[str]) -> dict[str, Any]:
             if int(coll.get("event_count") or 0) != seen_by_coll[txn_id].get(coll.get("data_collection", ""), 0):
                 findings["collection_count_mismatch"] += 1
                 break
-    findings["missing_end"] += max(0, len([t for t in begins if t not in ends]) - 1)
+    unended: dict[str, int] = defaultdict(int)  # per transaction topic: the newest one is legitimately open
+    for txn_id, topic in begins.items():
+        unended[topic] += txn_id not in ends
+    if sum(max(0, n - 1) for n in unended.values()):
+        findings["missing_end"] += sum(max(0, n - 1) for n in unended.values())
     lag_table = {}
     for table, values in lags.items():
         values.sort()
