@@ -76,8 +76,12 @@ class ScanResult:
 
 def collect_findings(findings: DataFrame, limit: int, cache: FrameCache
                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Complete counts per (check, rule, severity, server, table) and the first ``limit`` findings."""
-    findings = cache.keep(findings)
+    """Complete counts per (check, rule, severity, server, table) and the first ``limit`` findings.
+
+    The union has a few partitions per check (dozens in all); each task costs tens of ms
+    whatever its size, so the union is coalesced to one partition per core before caching."""
+    cores = findings.sparkSession.sparkContext.defaultParallelism
+    findings = cache.keep(findings.coalesce(max(1, cores)))
     grouped = findings.groupBy("check", "rule", "severity", "server", "table").count()
     counts = [r.asDict() for r in grouped.orderBy("check", "rule", "severity", "server", "table").collect()]
     rows = [
