@@ -1,7 +1,8 @@
 """Wire a source, decoding, the checks and the result snapshot together.
 
-The decoded events frame is cached once; every check reads that cache. Only small aggregates
-and (capped) findings are collected to the driver.
+The decoded events are checkpointed once with their raw texts (read by the embedded-schema
+check only) and once without (read by every other check: a row of a few hundred bytes instead
+of kilobytes). Only small aggregates and (capped) findings are collected to the driver.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from cdc_monitor.checks.findings import CHECKS, FINDING_COLUMNS, RULES
 from cdc_monitor.checks.transactions import transaction_summary
 from cdc_monitor.checks.window import partition_window
 from cdc_monitor.config import ScanConfig
-from cdc_monitor.decoding import DecodeOptions, decode_records
+from cdc_monitor.decoding import DecodeOptions, decode_records, without_texts
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -119,7 +120,8 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
 
     opts = DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix)
     cache = FrameCache()
-    events = cache.materialize(decode_records(source.records, opts))
+    decoded = cache.materialize(decode_records(source.records, opts))
+    events = cache.materialize(without_texts(decoded))
     lap("read_decode")
     rejects_count = 0
     finding_frames: list[DataFrame] = []
@@ -132,7 +134,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
             finding_frames.append(capture_line_findings(rejects))
     window, partitions = partition_window(events, cache)
     lap("window", f" ({len(window['partitions'])} partitions)")
-    checked = run_checks(events, partitions, cfg, cache)
+    checked = run_checks(events, partitions, cfg, cache, texts=decoded)
     lap("checks_plan_and_aggregates")
     finding_frames[:0] = checked.findings
     findings = finding_frames[0]

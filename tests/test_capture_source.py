@@ -63,4 +63,8 @@ def test_bad_records_are_counted_exactly_and_kept_visible(scan, tmp_path):
     assert result.summary["data_events"] == 6  # unparseable values on data topics are data events
     decode = sorted((f["rule"], f["offset"]) for f in result.findings if f["check"] == "decode" and f["offset"] is not None)
     assert decode == [("invalid_envelope", 5), ("invalid_json", 1), ("invalid_json", 2), ("invalid_json", 3), ("invalid_json", 4)]
+    messages = {f["offset"]: f["message"] for f in result.findings if f["check"] == "decode"}
+    assert messages[1] == 'value is not valid JSON: {"schema": {"type": "str'  # the undecodable text itself
+    assert messages[4] == "key is not valid JSON: not-json-key"
+    assert messages[5].startswith('value is not a Connect/Debezium object: {"payload": "a string"}')
     assert json.dumps(result.to_json_dict())  # the report renders with all of it

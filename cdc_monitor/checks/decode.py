@@ -15,12 +15,11 @@ SNIPPET = 80
 
 
 def decode_rules() -> list[RecordRule]:
-    snippet = F.when(F.col("decode_detail") == "key", F.col("key")).otherwise(F.col("value_text"))
     return [
         RecordRule(rule, F.col("decode_error") == rule, F.concat(
             F.col("decode_detail"), F.lit(" is not "),
             F.lit("valid JSON" if rule == "invalid_json" else "a Connect/Debezium object"),
-            F.lit(": "), F.substring(F.coalesce(snippet, F.lit("")), 1, SNIPPET),
+            F.lit(": "), F.col("decode_snippet"),
         ), located=False)
         for rule in ("invalid_json", "invalid_envelope")
     ]

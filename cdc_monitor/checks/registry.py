@@ -26,14 +26,16 @@ class CheckedResult:
     transactions: DataFrame | None = None
 
 
-def run_checks(events: DataFrame, partitions: DataFrame, config: ScanConfig, cache: FrameCache = NO_CACHE) -> CheckedResult:
+def run_checks(events: DataFrame, partitions: DataFrame, config: ScanConfig, cache: FrameCache = NO_CACHE,
+               texts: DataFrame | None = None) -> CheckedResult:
+    """``texts``: the events with their raw texts, when ``events`` was narrowed by ``without_texts``."""
     tx = transaction_check(events, partitions, cache)
     findings = [
         # decode, lag and envelope rules need only the record itself: one pass for all of them
         record_findings(events, [*decode_rules(), *lag_rules(), *envelope_rules()]),
         lag_spike_findings(events, config.lag_threshold_ms, config.table_lag_threshold_ms),
         *tx.findings,
-        *embedded_schema_findings(events),
+        *embedded_schema_findings(events if texts is None else texts),
         *ordering_findings(events, partitions, cache),
     ]
     lag = [r.asDict() for r in lag_table(events).orderBy("server", "topic", "table").collect()]

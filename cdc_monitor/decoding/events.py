@@ -9,6 +9,7 @@ One ``from_json`` per value and per key; everything else is column expressions. 
 | kind | data, tombstone, transaction, schema_change, heartbeat |
 | decode_error | null, or the decode rule this record breaks (invalid_json, invalid_envelope) |
 | decode_detail | which part failed (value/key) |
+| decode_snippet | the start of the undecodable text (null when it decoded) |
 | flavour, server, db, schema_name, table_name, table | who produced it; ``table`` is the qualified data collection |
 | op, ts_ms, source_ts_ms, source_ts_raw, snapshot | change metadata (source_ts_ms from ts_ms, else ts_sec*1000) |
 | txn_id, txn_total_order, txn_collection_order | the data event's ``transaction`` block |
@@ -19,6 +20,9 @@ One ``from_json`` per value and per key; everything else is column expressions. 
 | pk_change | the record carries ``__debezium.oldkey``/``newkey`` headers |
 | value_hash | xxhash64 of the value text (duplicate detection without carrying the text) |
 | value_schema_hash, key_schema_hash | xxhash64 of the embedded schemas (null without one) |
+
+``without_texts`` drops the raw texts (value_text, value_schema, key_schema): they are most of a
+row's bytes and only the embedded-schema check reads them.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ if TYPE_CHECKING:
 
 EVENT_KINDS = ("data", "tombstone", "transaction", "schema_change", "heartbeat")
 SNAPSHOT_VALUES = ("true", "last", "first", "incremental", "first_in_data_collection", "last_in_data_collection")
+SNIPPET = 80
+TEXT_COLUMNS = ("value_text", "value_schema", "key_schema")
 TS_MIN_MS = 946_684_800_000  # 2000-01-01
 TS_MAX_MS = 4_102_444_800_000  # 2100-01-01
 _CONNECTORS = {
@@ -168,7 +174,11 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
     )
     events = stage.withColumn("flavour", flavour).select(
         "topic", "partition", "offset", "record_ts_ms", "timestamp_type", "key", "value_text",
-        "kind", "decode_error", "decode_detail", "flavour",
+        "kind", "decode_error", "decode_detail",
+        F.when(F.col("decode_error").isNotNull(), F.substring(
+            F.coalesce(F.when(F.col("decode_detail") == "key", F.col("key")).otherwise(F.col("value_text")), F.lit("")),
+            1, SNIPPET)).alias("decode_snippet"),
+        "flavour",
         F.coalesce(
             src["name"], src["server"],
             F.when(F.col("kind") == "transaction", F.nullif(F.regexp_extract("topic", r"^(.+)\.transaction$", 1), F.lit(""))),
@@ -205,6 +215,11 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         F.when(F.col("key_schema").isNotNull(), F.xxhash64("key_schema")).alias("key_schema_hash"),
     )
     return events
+
+
+def without_texts(events: DataFrame) -> DataFrame:
+    """The events frame every check but the embedded-schema one reads."""
+    return events.drop(*TEXT_COLUMNS)
 
 
 def valid_source_ts(col: Column) -> Column:
