@@ -18,10 +18,13 @@ class FrameCache:
         self._frames: list[DataFrame] = []
 
     def keep(self, frame: DataFrame) -> DataFrame:
-        """Persist ``frame`` (lazily)."""
+        """Persist ``frame`` (lazily) to local disk, like ``materialize``: with a 1 GB heap, a
+        2M-event scan ran out of memory building column batches for the memory store (findings
+        phase); on disk it finishes (363 s, JVM peak RSS 1.46 GB), and at 100k
+        events disk costs no time (pipeline 42.3-42.6 s vs 41.0-42 s)."""
         if not self.enabled:
             return frame
-        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        frame = frame.persist(StorageLevel.DISK_ONLY)
         self._frames.append(frame)
         return frame
 
