@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import RecordRule, finding, record_findings
+from cdc_monitor.decoding.events import SNIPPET
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-SNIPPET = 80
 
 
 def decode_rules() -> list[RecordRule]:
