@@ -51,6 +51,8 @@ def position(source: dict[str, Any]) -> tuple | None:
         if conn == "mysql" or "file" in source:
             f = str(source.get("file") or "")
             return (int(f.rsplit(".", 1)[-1]) if "." in f else 0, int(source.get("pos") or 0), int(source.get("row") or 0))
+        if conn in ("yugabytedb", "yugabyte") or ":" in str(source.get("lsn") or ""):  # "1:4::0:0"
+            return tuple(int(p or 0) for p in str(source["lsn"]).split(":"))
         if conn == "postgresql":
             return (int(source["lsn"]),)
         if conn == "sqlserver":
@@ -70,8 +72,15 @@ def lines(paths: list[str]):
             yield from fh
 
 
+def txn_key(txn_id: str) -> str:
+    """PostgreSQL ids are "<txId>:<lastSeenLsn>", the LSN differing on every record: pair by txId."""
+    head, _, tail = txn_id.partition(":")
+    return head if head.isdigit() and tail.isdigit() else txn_id
+
+
 def run(paths: list[str]) -> dict[str, Any]:
     findings: dict[str, int] = defaultdict(int)
+    where: dict[str, list[tuple]] = defaultdict(list)  # rule -> (topic, partition, offset) of each finding
     lags: dict[str, list[int]] = defaultdict(list)
     begins: dict[str, int] = {}
     ends: dict[str, dict[str, Any]] = {}
@@ -86,10 +95,16 @@ def run(paths: list[str]) -> dict[str, Any]:
         records += 1
         try:
             rec = json.loads(line)
+        except ValueError:
+            findings["invalid_capture_line"] += 1
+            continue
+        at = (rec.get("topic"), rec.get("partition"), rec.get("offset"))
+        try:
             value = json.loads(rec["payload"]) if rec.get("payload") is not None else None
             key = json.loads(rec["key"]) if rec.get("key") is not None else None
         except (ValueError, KeyError):
             findings["invalid_json"] += 1
+            where["invalid_json"].append(at)
             continue
         schema = None
         if isinstance(value, dict) and "schema" in value and "payload" in value:
@@ -100,15 +115,16 @@ def run(paths: list[str]) -> dict[str, Any]:
         key_text = json.dumps(key, sort_keys=True)
         if topic.endswith(".transaction"):
             if isinstance(value, dict) and value.get("status") == "BEGIN":
-                begins[value.get("id")] = topic
+                begins[txn_key(str(value.get("id")))] = topic
             elif isinstance(value, dict) and value.get("status") == "END":
-                ends[value.get("id")] = value
+                ends[txn_key(str(value.get("id")))] = value | {"_at": at}
             continue
         k = (topic, rec["partition"], key_text)
         if value is None:
-            if last.get(k, ("?",))[0] != "d":
+            prev = last.get(k, ("?", None))
+            if prev[0] != "d":
                 findings["tombstone_without_delete"] += 1
-            last[k] = ("~", None)
+            last[k] = prev if prev[0] == "d" else ("~", None)  # the tombstone after a delete: the key stays deleted
             continue
         if not isinstance(value, dict):
             findings["invalid_envelope"] += 1
@@ -145,24 +161,29 @@ def run(paths: list[str]) -> dict[str, Any]:
         content = hash((op, json.dumps(value.get("before"), sort_keys=True), json.dumps(value.get("after"), sort_keys=True), pos))
         if content in contents[k]:
             findings["duplicate"] += 1
+            where["duplicate"].append(at)
         else:
             contents[k].add(content)
             prev = last.get(k)
             if prev is not None:
                 if prev[0] == "d" and op in ("u", "d"):
                     findings["event_after_delete"] += 1
+                    where["event_after_delete"].append(at)
                 if pos is not None and prev[1] is not None and not snapshot and pos < prev[1]:
                     findings["position_regression"] += 1
+                    where["position_regression"].append(at)
             last[k] = (op, pos)
-        txn = value.get("transaction")
-        if isinstance(txn, dict) and txn.get("id"):
-            seen[txn["id"]] += 1
-            seen_by_coll[txn["id"]][table] += 1
+            txn = value.get("transaction")  # an exact re-delivery counts once in its transaction
+            if isinstance(txn, dict) and txn.get("id"):
+                seen[txn_key(str(txn["id"]))] += 1
+                seen_by_coll[txn_key(str(txn["id"]))][table] += 1
     for txn_id, end in ends.items():
         if txn_id not in begins:
             findings["missing_begin"] += 1
+            where["missing_begin"].append(end["_at"])
         if int(end.get("event_count") or 0) != seen.get(txn_id, 0):
             findings["count_mismatch"] += 1
+            where["count_mismatch"].append(end["_at"])
         for coll in end.get("data_collections") or []:
             if int(coll.get("event_count") or 0) != seen_by_coll[txn_id].get(coll.get("data_collection", ""), 0):
                 findings["collection_count_mismatch"] += 1
@@ -178,7 +199,8 @@ def run(paths: list[str]) -> dict[str, Any]:
         n = len(values)
         lag_table[table] = {q: values[min(n - 1, max(0, -(-int(p * n * 1000) // 1000) - 1))] for q, p in
                             (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))} | {"max": values[-1], "count": n}
-    return {"records": records, "findings": dict(findings), "lag": lag_table, "transactions": len(begins)}
+    return {"records": records, "findings": dict(findings), "lag": lag_table, "transactions": len(begins),
+            "where": {rule: sorted(at) for rule, at in where.items()}}
 
 
 def main() -> None:

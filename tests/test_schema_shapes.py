@@ -2,7 +2,7 @@
 
 import json
 
-from cdc_monitor.checks.schema import _shape_sql
+from cdc_monitor.checks.schema import _SHAPE_SQL, _payload_sql
 from cdc_monitor.checks.variant_shape import parse_shape
 
 
@@ -10,7 +10,8 @@ def test_spark_shapes_parse_with_quoted_names_and_dropped_decimal_precision(spar
     payload = {"after": {"id": 1, "a b": 2.5, "c`d": [1, "x"], "e:f": {"value": 1.25}, "": None, "big": 10**20},
                "op": "c", "n": True}
     frame = spark.createDataFrame([(json.dumps({"schema": {}, "payload": payload}),)], "value_text string")
-    row = frame.selectExpr(f"{_shape_sql('value_text', True)} AS a", f"{_shape_sql('value_text', False)} AS b").first()
+    row = frame.selectExpr(*[f"{_SHAPE_SQL.replace('payload', _payload_sql('value_text', only))} AS {name}"
+                             for name, only in (("a", True), ("b", False))]).first()
     assert row["a"] == row["b"]
     text = row["a"]
     assert "DECIMAL(" not in text

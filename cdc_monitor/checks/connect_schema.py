@@ -17,6 +17,14 @@ from typing import Any
 AVRO_FULLNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 INT_TYPES = ("int8", "int16", "int32", "int64")
+# the range of each narrower integer type: a shape says BIGINT whatever the magnitude, so these
+# are judged on the values (schema.py), beyond int64 a value's shape is DECIMAL
+INT_RANGES: dict[str, tuple[int, int]] = {"int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1),
+                                          "int32": (-(2**31), 2**31 - 1)}
+DECIMAL_LOGICAL = "org.apache.kafka.connect.data.Decimal"
+# bytes with the Decimal logical type: base64 text by default, a JSON number with the
+# JsonConverter's decimal.format=NUMERIC
+DECIMAL_JSON_TYPES = ("STRING", "BIGINT", "DECIMAL", "DOUBLE")
 # Connect type -> variant type names (schema_of_variant prefixes) a JSON value may have
 JSON_TYPES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(INT_TYPES, ("BIGINT",)),  # a value beyond int64 is a DECIMAL
@@ -39,6 +47,7 @@ class FieldCheck:
     type: str  # normalised Connect type
     optional: bool
     unwrap: bool = False  # value may be wrapped as {"value": x} (seed 004's row images)
+    logical: str | None = None  # the Connect logical type name (for example ...data.Decimal)
 
     @property
     def dotted(self) -> str:
@@ -46,7 +55,13 @@ class FieldCheck:
 
     @property
     def allowed(self) -> tuple[str, ...]:
+        if self.type == "bytes" and self.logical == DECIMAL_LOGICAL:
+            return DECIMAL_JSON_TYPES
         return JSON_TYPES.get(self.type, ())
+
+    @property
+    def int_range(self) -> tuple[int, int] | None:
+        return INT_RANGES.get(self.type)
 
 
 def _bool(value: Any, default: bool) -> bool:
@@ -87,7 +102,8 @@ def compile_schema(schema: dict[str, Any], *, skip: frozenset[str] = frozenset()
             p = (*path, name)
             optional = _bool(fs.get("optional"), False) or ".".join(p) in skip
             wrapped = (path[0] in unwrap_under) if path else unwrap_top
-            out.append(FieldCheck(p, typ, optional, unwrap=wrapped and typ != "struct"))
+            logical = fs.get("name") if isinstance(fs.get("name"), str) else None
+            out.append(FieldCheck(p, typ, optional, unwrap=wrapped and typ != "struct", logical=logical))
             if typ == "struct":
                 walk(fs, p)
 

@@ -43,6 +43,9 @@ RULES: dict[str, tuple[str, str, str]] = {
     "before_after_mismatch": ("schema", "error", "before/after presence contradicts op"),
     "missing_source_field": ("schema", "error", "a source field the connector always sends is missing"),
     "key_payload_mismatch": ("schema", "error", "key payload differs from the row's key columns"),
+    "non_envelope_values": ("schema", "warning",
+                            "a topic's values are not Debezium envelopes (flattened rows, wrappers): one finding per topic"),
+    "unknown_connector": ("schema", "info", "source.connector names a connector without known rules: generic rules only"),
     "position_regression": ("ordering", "error", "source position went backwards for a key"),
     "duplicate": ("ordering", "warning", "the same event again (redelivery/replay)"),
     "missing_create": ("ordering", "warning", "update/delete of a key never created in a full partition"),
@@ -51,6 +54,8 @@ RULES: dict[str, tuple[str, str, str]] = {
     "key_in_multiple_partitions": ("ordering", "error", "one key in several partitions of a topic"),
 }
 CHECKS = ("decode", "lag", "transactions", "schema", "ordering")
+# rules reported once per topic (offset: the first record involved; key and txn_id null)
+TOPIC_RULES = frozenset({"non_envelope_values", "unknown_connector"})
 
 
 def _finding_columns(

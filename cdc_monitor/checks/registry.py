@@ -10,7 +10,7 @@ from cdc_monitor.checks.decode import decode_rules
 from cdc_monitor.checks.findings import record_findings
 from cdc_monitor.checks.lag import lag_rules, lag_spike_findings, lag_table
 from cdc_monitor.checks.ordering import ordering_findings
-from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules
+from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules, topic_findings
 from cdc_monitor.checks.transactions import transaction_check
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ def run_checks(events: DataFrame, partitions: DataFrame, config: ScanConfig, cac
         record_findings(events, [*decode_rules(), *lag_rules(), *envelope_rules()]),
         lag_spike_findings(events, config.lag_threshold_ms, config.table_lag_threshold_ms),
         *tx.findings,
+        topic_findings(events),
         *embedded_schema_findings(events if texts is None else texts),
         *ordering_findings(events, partitions, cache),
     ]

@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.connect_schema import compile_schema, invalid_avro_names, parse_schema
+from cdc_monitor.checks.connect_schema import FieldCheck, compile_schema, invalid_avro_names, parse_schema
 from cdc_monitor.checks.findings import RecordRule, dynamic_finding, record_findings
 from cdc_monitor.checks.variant_shape import ShapeSyntaxError, field_problems, parse_shape
+from cdc_monitor.decoding.events import non_envelope
+from cdc_monitor.vocabulary import ALLOWED_OPS, GENERIC_OPS, MESSAGE_OP_FLAVOURS, UNKNOWN_FLAVOUR
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-OPS = ("c", "u", "d", "r", "t", "m")
 # Fields each connector always sends (its identity, time and position).
 REQUIRED_SOURCE: dict[str, tuple[str, ...]] = {
     "mysql": ("name", "ts_ms", "file", "pos"),
@@ -38,6 +39,28 @@ LOC_COLUMNS = ("topic", "partition", "offset", "key", "txn_id", "server", "table
 
 def _data(events: DataFrame) -> DataFrame:
     return events.where((F.col("kind") == "data") & F.col("decode_error").isNull())
+
+
+def _allowed_ops() -> Column:
+    """The op values the record's connector emits (the generic set for unknown connectors)."""
+    ops = F.array(*map(F.lit, GENERIC_OPS))
+    for flavour, allowed in ALLOWED_OPS.items():
+        ops = F.when(F.col("flavour") == flavour, F.array(*map(F.lit, allowed))).otherwise(ops)
+    return ops
+
+
+def _op_problem() -> Column:
+    """Why the op is invalid, or null: not an op the connector emits; ``m`` only on a
+    logical-decoding message (a ``message`` block, no row image)."""
+    op = F.col("op")
+    message_ok = (F.col("flavour").isin(*MESSAGE_OP_FLAVOURS) & F.col("has_message")
+                  & F.col("before").isNull() & F.col("after").isNull())
+    return (
+        F.when(op == "m", F.when(~message_ok, F.lit(" is a logical-decoding message op on a row change")))
+        .when(~F.array_contains(_allowed_ops(), op), F.concat(
+            F.lit(" is not one of "), F.array_join(_allowed_ops(), ","), F.lit(" ("),
+            F.coalesce(F.col("flavour"), F.lit(UNKNOWN_FLAVOUR)), F.lit(")")))
+    )
 
 
 def _loc() -> dict[str, Column]:
@@ -84,16 +107,17 @@ def _key_mismatch() -> Column:
 
 
 def envelope_rules() -> list[RecordRule]:
-    is_data = (F.col("kind") == "data") & F.col("decode_error").isNull()
+    is_data = (F.col("kind") == "data") & F.col("decode_error").isNull() & ~non_envelope()
     op = F.col("op")
     ba = _before_after_problem()
     missing = _missing_source()
     key_diff = F.array_join(_key_mismatch(), ", ")
+    op_problem = _op_problem()
     return [
         RecordRule("op_missing", is_data & op.isNull(), F.lit("change event without op")),
-        RecordRule("invalid_op", is_data & op.isNotNull() & ~op.isin(*OPS),
-                   F.concat(F.lit("op "), F.to_json(F.array(op)), F.lit(" is not one of c,u,d,r,t,m"))),
-        RecordRule("before_after_mismatch", is_data & ba.isNotNull(), ba),
+        RecordRule("invalid_op", is_data & op.isNotNull() & op_problem.isNotNull(),
+                   F.concat(F.lit("op "), F.to_json(F.array(op)), op_problem)),
+        RecordRule("before_after_mismatch", is_data & ba.isNotNull() & op_problem.isNull(), ba),
         RecordRule("missing_source_field", is_data & (missing != ""), F.concat(
             F.lit("source lacks "), missing, F.lit(" ("), F.coalesce("flavour", F.lit("unknown connector")), F.lit(")"))),
         RecordRule("key_payload_mismatch",
@@ -106,15 +130,54 @@ def envelope_findings(events: DataFrame) -> list[DataFrame]:
     return [record_findings(events, envelope_rules())]
 
 
+# -- per-topic rules ---------------------------------------------------------------------------
+def topic_findings(events: DataFrame) -> DataFrame:
+    """Once per topic, not per record: values that are not Debezium envelopes (thousands of
+    identical per-record errors otherwise) and connectors without known rules. One aggregate;
+    the finding sits at the topic's first such record and lists the first offsets."""
+    data = _data(events)
+    flat, unknown = non_envelope(), F.col("flavour") == UNKNOWN_FLAVOUR
+    pos = F.struct("partition", "offset")
+    per_topic = data.where(flat | unknown).groupBy("topic").agg(
+        F.sum(flat.cast("int")).alias("flat_n"),
+        F.min(F.when(flat, pos)).alias("flat_at"),
+        F.slice(F.sort_array(F.collect_list(F.when(flat, pos))), 1, 20).alias("flat_offsets"),
+        F.sum(unknown.cast("int")).alias("unknown_n"),
+        F.min(F.when(unknown, pos)).alias("unknown_at"),
+        F.slice(F.sort_array(F.collect_list(F.when(unknown, pos))), 1, 20).alias("unknown_offsets"),
+        F.array_sort(F.collect_set(F.when(unknown, F.col("source")["connector"]))).alias("connectors"),
+        F.first("server").alias("server"),
+    )
+    rows = F.array(
+        F.when(F.col("flat_n") > 0, F.struct(
+            F.lit("non_envelope_values").alias("rule"), F.col("flat_at").alias("at"),
+            F.col("flat_offsets.offset").alias("offsets"),
+            F.concat(F.col("flat_n").cast("string"), F.lit(" value(s) are not Debezium change events (no op, source, "
+                     "before or after: flattened rows such as ExtractNewRecordState's, or wrapper objects); the checks "
+                     "need Debezium's envelope")).alias("message"))),
+        F.when(F.col("unknown_n") > 0, F.struct(
+            F.lit("unknown_connector").alias("rule"), F.col("unknown_at").alias("at"),
+            F.col("unknown_offsets.offset").alias("offsets"),
+            F.concat(F.lit("source.connector "), F.to_json("connectors"), F.lit(" has no connector-specific rules: "),
+                     F.col("unknown_n").cast("string"), F.lit(" event(s) judged by the generic rules only"))
+            .alias("message"))),
+    )
+    return per_topic.select("topic", "server", F.explode(rows).alias("f")).where(F.col("f").isNotNull()).select(
+        *dynamic_finding(F.col("f.rule"), F.col("f.message"), topic=F.col("topic"), partition=F.col("f.at.partition"),
+                         offset=F.col("f.at.offset"), offsets=F.col("f.offsets"), server=F.col("server")))
+
+
 # -- embedded schema rules --------------------------------------------------------------------
-def _shape_sql(text_col: str, payload_only: bool) -> str:
-    """The payload's shape (variant_shape.py) as Spark computes it, decimal precision dropped.
-    ``payload_only`` parses just the payload into a variant (get_json_object skips the schema's
-    tokens; 1.5 s instead of 2.3 s for 100k events, measured); it would miss a bare string
-    payload, which only a key can have (keys are small and parsed whole)."""
-    payload = (f"try_parse_json(get_json_object({text_col}, '$.payload'))" if payload_only
-               else f"try_variant_get(try_parse_json({text_col}), '$.payload', 'variant')")
-    return rf"regexp_replace(schema_of_variant({payload}), 'DECIMAL\\(\\d+,\\d+\\)', 'DECIMAL')"
+def _payload_sql(text_col: str, payload_only: bool) -> str:
+    """The payload parsed into a variant. ``payload_only`` parses just the payload (get_json_object
+    skips the schema's tokens; 1.5 s instead of 2.3 s for 100k events, measured); it would miss a
+    bare string payload, which only a key can have (keys are small and parsed whole)."""
+    return (f"try_parse_json(get_json_object({text_col}, '$.payload'))" if payload_only
+            else f"try_variant_get(try_parse_json({text_col}), '$.payload', 'variant')")
+
+
+# The payload's shape (variant_shape.py) as Spark computes it, decimal precision dropped.
+_SHAPE_SQL = r"regexp_replace(schema_of_variant(payload), 'DECIMAL\\(\\d+,\\d+\\)', 'DECIMAL')"
 
 
 def _judge(schema: dict, label: str, shape_text: str, topic: str | None) -> dict[str, str]:
@@ -139,7 +202,51 @@ _MESSAGES = {
     "invalid_avro_name": "{label} schema name(s) not valid Avro full names: ",
     "key_schema_name_mismatch": "key schema name does not match the topic: ",
 }
-_PROBLEMS = "hash bigint, shape string, topic string, rule string, message string"
+
+
+def _variant_path(path: tuple[str, ...]) -> str:
+    return "$" + "".join("['" + name.replace("\\", "\\\\").replace("'", "\\'") + "']" for name in path)
+
+
+def _out_of_range(checks_by_hash: dict[int, list[FieldCheck]]) -> Column:
+    """Per record: the integer fields outside their declared width ('' when none), as
+    ``after.quantity (int16) = 70000``. A shape says BIGINT whatever the magnitude, so the
+    values of int8/int16/int32 fields are read from the parsed payload, only for those fields."""
+    cases = F.lit("")
+    for h, checks in checks_by_hash.items():
+        parts = []
+        for c in checks:
+            lo, hi = c.int_range  # type: ignore[misc]
+            v = F.try_variant_get(F.col("payload"), _variant_path(c.path), "bigint")
+            if c.unwrap:
+                v = F.coalesce(F.try_variant_get(F.col("payload"), _variant_path((*c.path, "value")), "bigint"), v)
+            parts.append(F.when((v < lo) | (v > hi), F.concat(F.lit(f"{c.dotted} ({c.type}) = "), v.cast("string"))))
+        cases = F.when(F.col("hash") == F.lit(h), F.concat_ws(", ", *parts)).otherwise(cases)
+    return cases
+
+
+def _problem_rows(problems: dict[str, list[tuple[str, str]]], checks_by_hash: dict[int, list[FieldCheck]],
+                  label: str, by_topic: bool) -> Column:
+    """Per record: [(rule, message)] of its (schema, shape[, topic]) pair, with out-of-range
+    integers merged into its type_mismatch (one finding per record and rule)."""
+    entry = "struct<rule:string,message:string>"
+    pair = F.concat_ws("|", F.col("hash").cast("string"), "shape", *(["topic"] if by_topic else []))
+    probs = F.lit(None).cast(f"array<{entry}>")
+    if problems:
+        literal = F.create_map(*[x for k, rows in problems.items() for x in (
+            F.lit(k), F.array(*[F.struct(F.lit(r).alias("rule"), F.lit(m).alias("message")) for r, m in rows]))])
+        probs = F.element_at(literal, pair)
+    if not checks_by_hash:
+        return probs
+    ranged = _out_of_range(checks_by_hash)
+    range_text = F.concat(F.lit(f"{label}: integer out of its type's range at "), ranged)
+    has_tm = F.exists(F.coalesce(probs, F.array()), lambda p: p["rule"] == "type_mismatch")
+    merged_tm = F.transform(probs, lambda p: F.when(p["rule"] == "type_mismatch", F.struct(
+        p["rule"].alias("rule"), F.concat(p["message"], F.lit("; integer out of its type's range at "), ranged).alias("message")))
+        .otherwise(p))
+    added = F.concat(F.coalesce(probs, F.array().cast(f"array<{entry}>")),
+                     F.array(F.struct(F.lit("type_mismatch").alias("rule"), range_text.alias("message"))))
+    return F.when(F.coalesce(ranged, F.lit("")) == "", probs).when(has_tm, merged_tm).otherwise(added)
 
 
 def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
@@ -147,9 +254,10 @@ def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
 
     Each record gets the shape of its payload (one generic expression, whatever the schema);
     the distinct (schema, shape) pairs, few, are collected with their schema text in one
-    aggregate, judged on the driver (variant_shape.py) and joined back to the records (a second
-    pass, only when some pair has a problem). Keys are judged per topic too (the key schema
-    name must match it).
+    aggregate and judged on the driver (variant_shape.py). The verdicts then ride back to the
+    records as a literal map (no join), with the range of each int8/int16/int32 field, which a
+    shape cannot tell, judged on the record's value. Keys are judged per topic too (the key
+    schema name must match it).
     """
     data = _data(events)
     frames: list[DataFrame] = []
@@ -159,21 +267,26 @@ def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
         shaped = (
             data.where(F.col(column + "_hash").isNotNull())
             .selectExpr(*LOC_COLUMNS, f"{column}_hash AS hash", f"{column} AS schema_text",
-                        f"{_shape_sql(text_col, payload_only=not by_topic)} AS shape")
+                        f"{_payload_sql(text_col, payload_only=not by_topic)} AS payload")
+            .selectExpr("*", f"{_SHAPE_SQL} AS shape")
             .where("shape IS NOT NULL")  # decoded by from_json, so a variant-only parse failure
         )
         schemas: dict[int, dict | None] = {}
-        problems = []
+        problems: dict[str, list[tuple[str, str]]] = {}
         for r in shaped.groupBy(*on).agg(F.first("schema_text").alias("schema_text")).collect():
             if r["hash"] not in schemas:
                 schemas[r["hash"]] = parse_schema(r["schema_text"])
             schema = schemas[r["hash"]]
             topic = r["topic"] if by_topic else None
             if schema is not None:
-                problems += [(r["hash"], r["shape"], topic, rule, _MESSAGES[rule].format(label=label) + text)
-                             for rule, text in _judge(schema, label, r["shape"], topic).items()]
-        if problems:
-            table = events.sparkSession.createDataFrame(problems, _PROBLEMS).select(*on, "rule", "message")
-            frames.append(shaped.join(F.broadcast(table), on)
-                          .select(*dynamic_finding(F.col("rule"), F.col("message"), **_loc())))
+                found = [(rule, _MESSAGES[rule].format(label=label) + text)
+                         for rule, text in _judge(schema, label, r["shape"], topic).items()]
+                if found:
+                    problems["|".join(str(x) for x in (r["hash"], r["shape"], *([topic] if by_topic else [])))] = found
+        ranged = {h: checks for h, schema in schemas.items() if schema is not None and (checks := [
+            c for c in compile_schema(schema, unwrap_top=by_topic) if c.int_range is not None])}
+        if problems or ranged:
+            rows = _problem_rows(problems, ranged, label, by_topic)
+            frames.append(shaped.select(*LOC_COLUMNS, F.explode(rows).alias("p")).select(
+                *dynamic_finding(F.col("p.rule"), F.col("p.message"), **_loc())))
     return frames

@@ -13,6 +13,12 @@ Per transaction-topic partition, in offset order:
 Exact re-deliveries of a data event count once here (the ordering check reports them).
 A data event whose transaction id is on no marker while its record time lies inside the span
 the transaction-topic records cover is an ``orphan_event``.
+
+Markers and events are reconciled by the transaction key (``decoding.txn_key``): the whole id,
+except PostgreSQL's ``txId:LSN`` ids, whose LSN differs on every record (DBZ-5329), reconciled by
+the txId. Findings keep the full id of the record they point at. A complete transaction whose
+END names a collection with events but the window holds no event of that collection at all (its
+topic was not read) is ``unverifiable``; the summary lists those collections.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.cache import NO_CACHE, FrameCache
 from cdc_monitor.checks.findings import finding
+from cdc_monitor.decoding.events import non_envelope
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -43,30 +50,35 @@ def _markers(events: DataFrame) -> DataFrame:
     return events.where(
         (F.col("kind") == "transaction") & F.col("decode_error").isNull() & F.col("status").isin("BEGIN", "END")
         & F.col("marker_id").isNotNull()
-    )
+    ).withColumn("txn_key", F.col("marker_key"))
 
 
 def _data(events: DataFrame) -> DataFrame:
     """Data events that name a transaction, exact re-deliveries dropped, partitioned by (server,
-    txn_id) once: every window and aggregate on the data side keys on a superset of that."""
+    txn_key) once: every window and aggregate on the data side keys on a superset of that."""
     return (
         events.where((F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("txn_id").isNotNull())
-        .repartition("server", "txn_id")
+        .repartition("server", "txn_key")
         .withColumn("rn", F.row_number().over(
-            Window.partitionBy("server", "txn_id", "topic", "key_payload", "value_hash").orderBy("partition", "offset")))
+            Window.partitionBy("server", "txn_key", "topic", "key_payload", "value_hash").orderBy("partition", "offset")))
         .where(F.col("rn") == 1)
         .drop("rn")
     )
 
 
 def _data_start(events: DataFrame, partitions: DataFrame) -> DataFrame:
-    """Per server, when every data partition read from a later offset has records: a
-    transaction that began before that may have events outside the window."""
-    topics = events.where(F.col("kind") == "data").select("topic", "server").distinct()
-    return (
+    """Per server: when every data partition read from a later offset has records (a
+    transaction that began before that may have events outside the window), and the data
+    collections the window holds events of."""
+    data = events.where(F.col("kind") == "data")
+    topics = data.select("topic", "server").distinct()
+    start = (
         partitions.where(~F.col("from_start")).join(topics, "topic")
         .groupBy("server").agg(F.max("min_ts_ms").alias("data_start"))
     )
+    read = (data.where(F.col("table").isNotNull() & F.col("decode_error").isNull() & ~non_envelope())
+            .groupBy("server").agg(F.collect_set("table").alias("read")))
+    return start.join(read, "server", "full_outer")
 
 
 def _per_transaction(markers: DataFrame, partitions: DataFrame, data_start: DataFrame) -> DataFrame:
@@ -74,27 +86,35 @@ def _per_transaction(markers: DataFrame, partitions: DataFrame, data_start: Data
     part_first_begin = begins.groupBy("topic", "partition").agg(F.min("offset").alias("first_begin"))
     next_begin = Window.partitionBy("topic", "partition").orderBy("offset")
     begins = begins.withColumn("next_begin", F.lead("offset").over(next_begin)).select(
-        "topic", "partition", "server", F.col("marker_id").alias("txn_id"), F.col("offset").alias("begin_offset"),
-        F.col("key").alias("begin_key"), "next_begin", F.col("record_ts_ms").alias("begin_ts"),
+        "topic", "partition", "server", "txn_key", F.col("marker_id").alias("begin_id"),
+        F.col("offset").alias("begin_offset"), F.col("key").alias("begin_key"), "next_begin",
+        F.col("record_ts_ms").alias("begin_ts"),
     )
     ends = markers.where(F.col("status") == "END").select(
-        "topic", "partition", "server", F.col("marker_id").alias("txn_id"), F.col("offset").alias("end_offset"),
+        "topic", "partition", "server", "txn_key", F.col("marker_id").alias("end_id"), F.col("offset").alias("end_offset"),
         F.col("key").alias("end_key"), F.col("marker_event_count").alias("event_count"),
         F.col("marker_collections").alias("collections"),
     )
-    # one row per id; repeated markers keep the first of each
-    begins = begins.groupBy("topic", "partition", "server", "txn_id").agg(
-        F.min_by(F.struct("begin_offset", "begin_key", "next_begin", "begin_ts"), "begin_offset").alias("b"))
-    ends = ends.groupBy("topic", "partition", "server", "txn_id").agg(
-        F.min_by(F.struct("end_offset", "end_key", "event_count", "collections"), "end_offset").alias("e"))
-    txns = begins.join(ends, ["topic", "partition", "server", "txn_id"], "full_outer").select(
-        "topic", "partition", "server", "txn_id", "b.*", "e.*")
+    # one row per transaction; repeated markers keep the first of each
+    begins = begins.groupBy("topic", "partition", "server", "txn_key").agg(
+        F.min_by(F.struct("begin_offset", "begin_id", "begin_key", "next_begin", "begin_ts"), "begin_offset").alias("b"))
+    ends = ends.groupBy("topic", "partition", "server", "txn_key").agg(
+        F.min_by(F.struct("end_offset", "end_id", "end_key", "event_count", "collections"), "end_offset").alias("e"))
+    txns = begins.join(ends, ["topic", "partition", "server", "txn_key"], "full_outer").select(
+        "topic", "partition", "server", "txn_key", "b.*", "e.*")
+    txns = txns.withColumn("txn_id", F.coalesce("begin_id", "end_id"))
     txns = txns.join(part_first_begin, ["topic", "partition"], "left").join(
         partitions.select("topic", "partition", "from_start"), ["topic", "partition"], "left").join(
         F.broadcast(data_start), "server", "left")
+    # collections the END counts events of, of which the window holds no event at all
+    absent = F.transform(F.filter(F.coalesce(F.col("collections"), F.array()), lambda c: (c["event_count"] > 0) & ~F.coalesce(
+        F.array_contains(F.col("read"), c["data_collection"]), F.lit(False))), lambda c: c["data_collection"])
+    nothing_read = F.col("read").isNull() & (F.coalesce(F.col("event_count"), F.lit(0)) > 0)
+    txns = txns.withColumn("absent", absent)
     status = (
         F.when(F.col("begin_offset").isNotNull() & F.col("end_offset").isNotNull()
-               & (F.col("begin_ts") < F.coalesce("data_start", F.lit(0))), F.lit("unverifiable"))
+               & ((F.col("begin_ts") < F.coalesce("data_start", F.lit(0))) | (F.size("absent") > 0) | nothing_read),
+               F.lit("unverifiable"))
         .when(F.col("begin_offset").isNotNull() & F.col("end_offset").isNotNull(), F.lit("complete"))
         .when(F.col("begin_offset").isNotNull() & F.col("next_begin").isNotNull(), F.lit("missing_end"))
         .when(F.col("begin_offset").isNotNull(), F.lit("open"))
@@ -108,8 +128,8 @@ def _per_transaction(markers: DataFrame, partitions: DataFrame, data_start: Data
 def _per_transaction_data(data: DataFrame) -> DataFrame:
     """Per transaction: data events seen, seen per collection, and the first event whose
     total_order or data_collection_order breaks 1..n (with how many break)."""
-    by_total = Window.partitionBy("server", "txn_id").orderBy("txn_total_order", "topic", "partition", "offset")
-    by_coll = Window.partitionBy("server", "txn_id", "table").orderBy("txn_collection_order", "topic", "partition", "offset")
+    by_total = Window.partitionBy("server", "txn_key").orderBy("txn_total_order", "topic", "partition", "offset")
+    by_coll = Window.partitionBy("server", "txn_key", "table").orderBy("txn_collection_order", "topic", "partition", "offset")
     ranked = data.withColumn(
         "total_break", F.col("txn_total_order").isNotNull() & (F.col("txn_total_order") != F.row_number().over(by_total))
     ).withColumn(
@@ -117,14 +137,15 @@ def _per_transaction_data(data: DataFrame) -> DataFrame:
         F.col("txn_collection_order").isNotNull() & (F.col("txn_collection_order") != F.row_number().over(by_coll)),
     )
     broken = F.col("total_break") | F.col("coll_break")
-    brk = F.struct("topic", "partition", "offset", "key", "txn_total_order", "txn_collection_order", "total_break", "table")
+    brk = F.struct("topic", "partition", "offset", "key", "txn_total_order", "txn_collection_order", "total_break", "table",
+                   "txn_id")
     brk_order = F.struct(F.coalesce("txn_total_order", F.lit(0)), "topic", "partition", "offset")
-    per_table = ranked.groupBy("server", "txn_id", "table").agg(
+    per_table = ranked.groupBy("server", "txn_key", "table").agg(
         F.count(F.lit(1)).alias("n"),
         F.min_by(F.when(broken, brk), F.when(broken, brk_order)).alias("brk"),
         F.sum(broken.cast("int")).alias("breaks"),
     )
-    return per_table.groupBy("server", "txn_id").agg(
+    return per_table.groupBy("server", "txn_key").agg(
         F.sum("n").alias("seen"),
         F.map_from_entries(F.collect_list(F.struct("table", "n"))).alias("seen_by_collection"),
         F.min_by("brk", F.when(F.col("brk").isNotNull(), F.struct(
@@ -137,7 +158,7 @@ def transaction_check(events: DataFrame, partitions: DataFrame, cache: FrameCach
     markers = _markers(events)
     data = _data(events)
     txns = _per_transaction(markers, partitions, _data_start(events, partitions))
-    txns = txns.join(_per_transaction_data(data), ["server", "txn_id"], "left")
+    txns = txns.join(_per_transaction_data(data), ["server", "txn_key"], "left")
     txns = txns.withColumn("seen", F.coalesce("seen", F.lit(0)))
     complete = F.col("status") == "complete"
     coll_diff = F.filter(
@@ -155,31 +176,33 @@ def transaction_check(events: DataFrame, partitions: DataFrame, cache: FrameCach
         .withColumn("coll_diff", coll_diff)
         .withColumn("order_gap", complete & F.col("brk").isNotNull())
     )
-    marker_loc = dict(topic=F.col("topic"), partition=F.col("partition"), txn_id=F.col("txn_id"), server=F.col("server"))
+    marker_loc = dict(topic=F.col("topic"), partition=F.col("partition"), server=F.col("server"))
+    begin_loc = dict(marker_loc, txn_id=F.col("begin_id"))
+    end_loc = dict(marker_loc, txn_id=F.col("end_id"))
     findings = [
         txns.where(F.col("status") == "missing_end").select(*finding(
             "missing_end", F.concat(F.lit("BEGIN of "), F.col("txn_id"), F.lit(" is followed by another BEGIN (offset "),
                                     F.col("next_begin"), F.lit(") without its END")),
-            offset=F.col("begin_offset"), key=F.col("begin_key"), **marker_loc)),
+            offset=F.col("begin_offset"), key=F.col("begin_key"), **begin_loc)),
         txns.where(F.col("status") == "missing_begin").select(*finding(
             "missing_begin", F.concat(F.lit("END of "), F.col("txn_id"), F.lit(" has no BEGIN")),
-            offset=F.col("end_offset"), key=F.col("end_key"), **marker_loc)),
+            offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
         txns.where("count_mismatch").select(*finding(
             "count_mismatch", F.concat(F.lit("END says "), F.col("event_count"), F.lit(" events, "), F.col("seen"),
                                        F.lit(" seen")),
-            offset=F.col("end_offset"), key=F.col("end_key"), **marker_loc)),
+            offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
         txns.where("collection_count_mismatch").select(*finding(
             "collection_count_mismatch",
             F.concat(F.lit("END per collection "), F.to_json("collections"), F.lit(" but seen "),
                      F.to_json(F.coalesce("seen_by_collection", F.create_map()))),
-            offset=F.col("end_offset"), key=F.col("end_key"), **marker_loc)),
+            offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
         txns.where("order_gap").select(*finding(
             "order_gap",
             F.concat(F.when(F.col("brk.total_break"), F.lit("total_order ")).otherwise(F.lit("data_collection_order ")),
                      F.lit("breaks 1..n at total_order "), F.coalesce(F.col("brk.txn_total_order").cast("string"), F.lit("?")),
                      F.lit(" ("), F.col("breaks"), F.lit(" event(s) out of sequence)")),
             topic=F.col("brk.topic"), partition=F.col("brk.partition"), offset=F.col("brk.offset"),
-            key=F.col("brk.key"), txn_id=F.col("txn_id"), server=F.col("server"), table=F.col("brk.table"))),
+            key=F.col("brk.key"), txn_id=F.col("brk.txn_id"), server=F.col("server"), table=F.col("brk.table"))),
         _orphans(events, markers),
     ]
     return TransactionResult(findings=findings, transactions=txns)
@@ -189,10 +212,10 @@ def _orphans(events: DataFrame, markers: DataFrame) -> DataFrame:
     # per server: the span its transaction topic's records cover
     span = events.where(F.col("kind") == "transaction").groupBy("server").agg(
         F.min("record_ts_ms").alias("lo"), F.max("record_ts_ms").alias("hi"))
-    ids = markers.select("server", F.col("marker_id").alias("txn_id")).distinct()
+    ids = markers.select("server", "txn_key").distinct()
     candidates = events.where(
         (F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("txn_id").isNotNull()
-    ).join(ids, ["server", "txn_id"], "left_anti").join(F.broadcast(span), "server")
+    ).join(ids, ["server", "txn_key"], "left_anti").join(F.broadcast(span), "server")
     inside = candidates.where((F.col("record_ts_ms") >= F.col("lo")) & (F.col("record_ts_ms") <= F.col("hi")))
     return inside.select(*finding(
         "orphan_event", F.concat(F.lit("transaction "), F.col("txn_id"), F.lit(" appears on no BEGIN/END")),
@@ -205,11 +228,16 @@ def transaction_summary(txns: DataFrame, findings_count: dict[str, int]) -> dict
     """Statuses and problems in total and per server (one job: per-server rows summed here)."""
     rows = txns.groupBy("server").agg(F.count(F.lit(1)).alias("total"),
                                       *[F.sum((F.col("status") == s).cast("int")).alias(s) for s in STATUSES],
-                                      *[F.sum(F.col(p).cast("int")).alias(p) for p in PROBLEMS]).collect()
+                                      *[F.sum(F.col(p).cast("int")).alias(p) for p in PROBLEMS],
+                                      F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.when(
+                                          F.col("status") == "unverifiable", F.col("absent")))))).alias("absent")).collect()
     by_server = {r["server"] or "": {k: int(r[k] or 0) for k in STATUSES + PROBLEMS}
                  for r in sorted(rows, key=lambda r: (r["server"] is not None, r["server"]))}
     out: dict[str, Any] = {"total": sum(int(r["total"]) for r in rows)}
     out.update({k: sum(int(r[k] or 0) for r in rows) for k in STATUSES + PROBLEMS})
     out["orphan_events"] = findings_count.get("orphan_event", 0)
     out["by_server"] = by_server
+    # data collections whose counts could not be verified: named in END markers, no event read
+    out["collections_not_read"] = [{"server": r["server"], "collection": c}
+                                   for r in sorted(rows, key=lambda r: r["server"] or "") for c in (r["absent"] or [])]
     return out

@@ -182,9 +182,14 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
 @click.option("--bootstrap-servers", help="Produce to Kafka at HOST:PORT instead (topics created when missing).")
 @click.option("-X", "--kafka-option", "kafka_option", multiple=True, metavar="KEY=VALUE", help="librdkafka producer setting.")
 @click.option("--labels", "labels_path", type=click.Path(), help="Labels file (default: next to the capture).")
+@click.option("--decimal-format", type=click.Choice(["base64", "numeric"]), default="base64", show_default=True,
+              help="How Decimal columns are written (the JsonConverter's decimal.format).")
+@click.option("--connector", "connector_name", metavar="NAME",
+              help="Write this source.connector instead of the flavour's (an unknown one writes no transaction metadata).")
+@click.option("--flatten", is_flag=True, help="Values as ExtractNewRecordState writes them (rows only, no envelope).")
 def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, tombstones: bool,
              partitions: int, output_path: str | None, bootstrap_servers: str | None, kafka_option: tuple[str, ...],
-             labels_path: str | None) -> None:
+             labels_path: str | None, decimal_format: str, connector_name: str | None, flatten: bool) -> None:
     """Write synthetic Debezium traffic (optionally with labelled faults) as a kcat -J capture or to Kafka."""
     from cdc_monitor.generator import generate as gen
     from cdc_monitor.generator.capture import default_labels_path, write_capture, write_labels
@@ -195,8 +200,11 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
         raise UsageError("--faults needs --events 500 or more to place every fault apart")
     if faults and bootstrap_servers and not labels_path:
         raise UsageError("--faults with --bootstrap-servers needs --labels PATH for the fault labels")
+    if faults and (flatten or connector_name):
+        raise UsageError("--faults labels Debezium envelopes of a known connector: drop --flatten/--connector")
     traffic = gen(flavour, events=events, seed=seed, schemas=schemas, tombstones=tombstones,
-                  partitions=partitions, faults=faults)
+                  partitions=partitions, faults=faults, decimal_format=decimal_format, connector=connector_name,
+                  flatten=flatten)
     if bootstrap_servers:
         from cdc_monitor.config import load_config
         from cdc_monitor.generator.produce import produce_traffic

@@ -49,6 +49,7 @@ PAYLOAD_FIELDS = [
     T.StructField("ts_ms", S),
     T.StructField("source", SOURCE_SCHEMA),
     T.StructField("transaction", TRANSACTION_BLOCK),
+    T.StructField("message", S),  # logical-decoding message (op m): {prefix, content}
     # transaction topic
     T.StructField("status", S),
     T.StructField("id", S),

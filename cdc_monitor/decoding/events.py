@@ -13,6 +13,8 @@ One ``from_json`` per value and per key; everything else is column expressions. 
 | flavour, server, db, schema_name, table_name, table | who produced it; ``table`` is the qualified data collection |
 | op, ts_ms, source_ts_ms, source_ts_raw, snapshot | change metadata (source_ts_ms from ts_ms, else ts_sec*1000) |
 | txn_id, txn_total_order, txn_collection_order | the data event's ``transaction`` block |
+| txn_key, marker_key | the transaction id (data event / marker) as reconciled (``txn_key``: PostgreSQL's txId part) |
+| has_message | the value carries a logical-decoding ``message`` block (op ``m``) |
 | position | comparable connector position (``array<bigint>``) |
 | source, before, after | parsed source struct; raw row images |
 | value_schema, key_schema, key_payload | raw embedded schemas and the key's payload text |
@@ -35,6 +37,7 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.decoding.envelope import CORRUPT, JSON_OPTIONS, KEY_SCHEMA, PAYLOAD_FIELDS, VALUE_SCHEMA
 from cdc_monitor.decoding.positions import position_expr
+from cdc_monitor.vocabulary import CONNECTORS, PG_TXN_ID, UNKNOWN_FLAVOUR
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -45,16 +48,6 @@ SNIPPET = 80
 TEXT_COLUMNS = ("value_text", "value_schema", "key_schema")
 TS_MIN_MS = 946_684_800_000  # 2000-01-01
 TS_MAX_MS = 4_102_444_800_000  # 2100-01-01
-_CONNECTORS = {
-    "mysql": "mysql",
-    "postgresql": "postgresql",
-    "sqlserver": "sqlserver",
-    "oracle": "oracle",
-    "mongodb": "mongodb",
-    "yugabytedb": "yugabyte",
-    "yugabyte": "yugabyte",
-    "bmdbdb": "yugabyte",
-}
 
 
 @dataclass(frozen=True)
@@ -64,12 +57,16 @@ class DecodeOptions:
 
 
 def _flavour(src: Column, value_schema: Column) -> Column:
+    """The connector whose rules apply: named by ``source.connector``; a name the decoder does not
+    know is ``unknown`` (generic rules only), never guessed from its fields; without a name, by
+    the source schema's name, then by the fields only one connector sends."""
     connector = F.lower(src["connector"])
     by_name = F.lower(F.regexp_extract(value_schema, r"io\.debezium\.connector\.(\w+)\.Source", 1))
-    named = F.coalesce(*[F.when(connector == k, F.lit(v)) for k, v in _CONNECTORS.items()])
-    from_schema = F.coalesce(*[F.when(by_name == k, F.lit(v)) for k, v in _CONNECTORS.items()])
+    named = F.coalesce(*[F.when(connector == k, F.lit(v)) for k, v in CONNECTORS.items()])
+    from_schema = F.coalesce(*[F.when(by_name == k, F.lit(v)) for k, v in CONNECTORS.items()])
     return (
         F.when(named.isNotNull(), named)
+        .when(connector.isNotNull() & (F.trim(connector) != ""), F.lit(UNKNOWN_FLAVOUR))
         .when(connector.isNull() & src["ts_sec"].isNotNull() & src["ts_ms"].isNull(), F.lit("dtle"))
         .when(from_schema.isNotNull(), from_schema)
         .when(src["scn"].isNotNull(), F.lit("oracle"))
@@ -97,6 +94,18 @@ def _table(flavour: Column, src: Column, value_schema: Column, topic: Column) ->
     )
 
 
+def txn_key(txn_id: Column) -> Column:
+    """The reconciliation key of a transaction id (vocabulary.txn_key as a column)."""
+    return F.when(txn_id.rlike(PG_TXN_ID), F.regexp_extract(txn_id, PG_TXN_ID, 1)).otherwise(txn_id)
+
+
+def _one_document(text: Column) -> Column:
+    """The text is exactly one JSON document. Spark's JSON readers stop after the first value, so
+    ``{"id": 1}<TAB>{...}`` or ``{...}^{...}`` would decode as its first object: parsed inside an
+    array, anything after the first value makes the array invalid (null) or longer than 1."""
+    return F.coalesce(F.json_array_length(F.concat(F.lit("["), text, F.lit("]"))) == 1, F.lit(False))
+
+
 def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> DataFrame:
     opts = options or DecodeOptions()
     value_text = F.col("value").cast("string")
@@ -120,9 +129,10 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
     has_value = F.col("value_text").isNotNull()
     value_bad_json = has_value & (
         v.isNull() | (v[CORRUPT].isNotNull() & F.from_json("value_text", "map<string,string>").isNull())
+        | ~_one_document(F.col("value_text"))
     )
     value_bad_shape = has_value & v.isNotNull() & v[CORRUPT].isNotNull() & ~value_bad_json
-    key_bad_json = F.col("key").isNotNull() & (k.isNull() | k[CORRUPT].isNotNull())
+    key_bad_json = F.col("key").isNotNull() & (k.isNull() | k[CORRUPT].isNotNull() | ~_one_document(F.col("key")))
     decode_error = (
         F.when(value_bad_json, F.lit("invalid_json"))
         .when(value_bad_shape, F.lit("invalid_envelope"))
@@ -160,6 +170,7 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         .alias("key_payload"),
         *[fields[name].alias(name) for name in ("before", "after", "op", "source", "transaction", "status",
                                                 "data_collections")],
+        fields["message"].isNotNull().alias("has_message"),
         fields["ts_ms"].alias("ts_ms_raw"),
         fields["id"].alias("marker_id"),
         fields["event_count"].alias("marker_event_count_raw"),
@@ -195,12 +206,15 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         source_ts_raw.alias("source_ts_raw"),
         snapshot.alias("snapshot"),
         F.col("transaction")["id"].alias("txn_id"),
+        txn_key(F.col("transaction")["id"]).alias("txn_key"),
         F.col("transaction")["total_order"].try_cast("bigint").alias("txn_total_order"),
         F.col("transaction")["data_collection_order"].try_cast("bigint").alias("txn_collection_order"),
         position_expr(F.col("flavour"), src).alias("position"),
         "source", "before", "after", "value_schema", "key_schema", "key_payload",
         F.when(F.col("kind") == "transaction", F.col("status")).alias("status"),
         F.when(F.col("kind") == "transaction", F.col("marker_id")).alias("marker_id"),
+        F.when(F.col("kind") == "transaction", txn_key(F.col("marker_id"))).alias("marker_key"),
+        "has_message",
         F.col("marker_event_count_raw").try_cast("bigint").alias("marker_event_count"),
         F.transform(
             "data_collections",
@@ -215,6 +229,13 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         F.when(F.col("key_schema").isNotNull(), F.xxhash64("key_schema")).alias("key_schema_hash"),
     )
     return events
+
+
+def non_envelope() -> Column:
+    """A decoded value with none of a change event's parts (op, source, row images, message):
+    a flattened row (ExtractNewRecordState) or some wrapper object. Checks judge it once per topic."""
+    return (F.col("op").isNull() & F.col("source").isNull() & F.col("before").isNull() & F.col("after").isNull()
+            & ~F.col("has_message"))
 
 
 def without_texts(events: DataFrame) -> DataFrame:

@@ -12,7 +12,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.generator.flavours import TABLES, TableDef
-from cdc_monitor.generator.records import Label, Rec
+from cdc_monitor.generator.records import Label, Rec, serialize
 from cdc_monitor.generator.schemas import envelope_schema, key_schema
 
 if TYPE_CHECKING:
@@ -48,10 +48,11 @@ def applicable_rules(flavour: str, schemas: bool, tombstones: bool, partitions: 
 
 
 class FaultPlan:
-    def __init__(self, gen: Generator, repeats: int):
+    def __init__(self, gen: Generator, repeats: int, only: frozenset[str] | None = None):
+        """``only``: inject just these rules (those that apply to the flavour and settings)."""
         self.g = gen
         self.queue = [r for r in applicable_rules(gen.f.name, gen.schemas, gen.tombstones, gen.partitions)
-                      for _ in range(repeats)]
+                      if only is None or r in only for _ in range(repeats)]
         gen.rng.shuffle(self.queue)
         self.reserved: set[tuple[str, int]] = set()
         self.next_at = 6
@@ -59,6 +60,13 @@ class FaultPlan:
         self.drop_end_next = False
         self.special_pk = 900_000
         self.txn_no = 0
+        self.variants: dict[str, int] = {}  # rule -> how many of it were placed (each repeat a variant)
+
+    def variant(self, rule: str, advance: bool = False) -> int:
+        n = self.variants.get(rule, 0)
+        if advance:
+            self.variants[rule] = n + 1
+        return n
 
     @property
     def done(self) -> bool:
@@ -114,6 +122,8 @@ class FaultPlan:
         self.next_at = txn_no + SPACING
         g = self.g
         table = g.rng.choice(TABLES)
+        if rule == "type_mismatch" and self.variant(rule) % 3:  # an integer beyond its width: int16, int32
+            table = next(t for t in TABLES if t.name == ("products" if self.variant(rule) % 3 == 1 else "orders"))
         live = self.live(table)
         if rule == "collection_count_mismatch":
             hooks["ops"] = [("create", t, self._take_id(t)) for t in g.rng.sample(TABLES, 2)]
@@ -177,7 +187,8 @@ class FaultPlan:
         g = self.g
         table = g.rng.choice(TABLES)
         pk = self._take_id(table)
-        txn = {"id": f"orphan-{txn_no}", "total_order": 1, "data_collection_order": 1}
+        orphan_id = f"{9_000_000 + txn_no}:{g.f.lsn(g.seq)}" if g.f.name == "postgresql" else f"orphan-{txn_no}"
+        txn = {"id": orphan_id, "total_order": 1, "data_collection_order": 1}
         rec = g.change(table, pk, "c", None, g.row(table, pk, 0), txn=txn, txn_no=txn_no, ev=STANDALONE_EV, commit_seq=g.seq)
         self.label("orphan_event", rec)
 
@@ -215,10 +226,16 @@ class FaultPlan:
         return rec.value[image]
 
     def _type_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        """Variants: a value of another JSON type; 70000 in an int16 column; 2147641030 in an int32 one."""
         rec = hooks["data_recs"][0]
         table = next(t for t in TABLES if t.name == rec.table)
-        col = table.columns[1]
-        bad: Any = 12345 if col.type == "string" else "not-a-number"
+        variant = self.variant("type_mismatch", advance=True) % 3
+        col, bad = table.columns[1], None
+        if variant and table.name in ("products", "orders"):
+            col = next(c for c in table.columns if c.name in ("quantity", "customer_id"))
+            bad = 70_000 if col.type == "int16" else 2_147_641_030
+        if bad is None:
+            bad = 12345 if col.type == "string" else "not-a-number"
         self._row(rec)[self.g.f.ident(col.name)] = self.g.wrap(bad)
         self.label("type_mismatch", rec)
 
@@ -251,8 +268,12 @@ class FaultPlan:
         self.label("op_missing", rec)
 
     def _invalid_op(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        """Variants: an op no connector writes; ``m`` (a logical-decoding message op) on a row
+        change; an op this connector never emits (truncate from dtle or SQL Server)."""
         rec = hooks["data_recs"][0]
-        rec.value["op"] = "x"
+        variant = self.variant("invalid_op", advance=True) % 3
+        never = "t" if self.g.f.name in ("dtle", "sqlserver") else "x"
+        rec.value["op"] = ("x", "m", never)[variant]
         self.label("invalid_op", rec)
 
     def _before_after_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
@@ -276,13 +297,24 @@ class FaultPlan:
 
     # -- standalone records ----------------------------------------------------------------------
     def _invalid_json(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        """Variants: a truncated value; an object followed by garbage and a whole change event
+        (``{"order_id": 1}^{...}``); a key and its value on one line (``key<TAB>value``)."""
         g = self.g
         table = g.rng.choice(TABLES)
         pk = self.new_pk(table)
-        rec = Rec(g.f.topic(table.name), g.key_payload(table, pk), '{"schema": {"type": "struct", "fie',
-                  g.proc_ts, key_schema=g.key_schemas[table.name], table=table.name)
-        g.proc_ts += 1
-        self.label("invalid_json", g.emit(rec))
+        variant = self.variant("invalid_json", advance=True) % 3
+        if variant == 0:
+            rec = Rec(g.f.topic(table.name), g.key_payload(table, pk), '{"schema": {"type": "struct", "fie',
+                      g.proc_ts, key_schema=g.key_schemas[table.name], table=table.name)
+            g.proc_ts += 1
+            self.label("invalid_json", g.emit(rec))
+            return
+        rec = g.change(table, pk, "c", None, g.row(table, pk, 0), txn=None, txn_no=txn_no, ev=STANDALONE_EV,
+                       commit_seq=g.seq)
+        key, value = serialize(rec, g.schemas)
+        prefix = f'{{"{self.col(table, key=True)}": {pk}}}^' if variant == 1 else f"{key}\t"
+        rec.raw_value = prefix + (value or "")
+        self.label("invalid_json", rec)
 
     def _update(self, txn_no: int, table: TableDef, pk: int, ev: int = STANDALONE_EV, **kw: Any) -> Rec:
         g = self.g

@@ -37,7 +37,7 @@ TABLES = (
     )),
     TableDef("products", (
         Column("id", "int32", key=True), Column("name", "string"), Column("weight", "float"),
-        Column("quantity", "int16"),
+        Column("quantity", "int16"), Column("price", "bytes", logical="org.apache.kafka.connect.data.Decimal"),
     )),
 )
 
@@ -89,6 +89,11 @@ class Flavour:
         return {"mysql": "pos", "dtle": "pos", "postgresql": "lsn", "sqlserver": "commit_lsn",
                 "oracle": "scn", "yugabyte": "lsn"}[self.name]
 
+    @staticmethod
+    def lsn(seq: int) -> int:
+        """PostgreSQL: the LSN of the event with global number ``seq``."""
+        return 33_554_432 + seq * 56
+
     # -- the source block -------------------------------------------------------------------
     def source(self, table: str, txn_no: int, seq: int, ev: int, ts_ms: int, snapshot: str,
                op: str, commit_seq: int) -> dict[str, Any]:
@@ -113,8 +118,8 @@ class Flavour:
         common = {"version": self.version, "connector": self.connector, "name": self.server, "ts_ms": ts_ms,
                   "snapshot": snapshot, "db": self.db}
         if n == "postgresql":
-            lsn = 33_554_432 + seq * 56
-            return common | {"sequence": f'["{33_554_432 + commit_seq * 56}","{lsn}"]', "schema": self.schema,
+            lsn = self.lsn(seq)
+            return common | {"sequence": f'["{self.lsn(commit_seq)}","{lsn}"]', "schema": self.schema,
                              "table": tbl, "txId": 700 + txn_no, "lsn": lsn, "xmin": None}
         if n == "sqlserver":
             commit = f"00000027:{0x700 + txn_no:08x}:0005"

@@ -6,12 +6,17 @@ from typing import Any
 
 from cdc_monitor.generator.flavours import Flavour, TableDef
 
+DECIMAL = "org.apache.kafka.connect.data.Decimal"
+DECIMAL_SCALE = 2
+
 
 def _column_schema(flavour: Flavour, col: Any, field: str | None = None) -> dict[str, Any]:
     s: dict[str, Any] = {"type": col.type, "optional": (not col.key) and flavour.nullable_columns}
     if col.logical:
         s["name"] = col.logical
         s["version"] = 1
+    if col.logical == DECIMAL:
+        s["parameters"] = {"scale": str(DECIMAL_SCALE), "connect.decimal.precision": "10"}
     s["field"] = field or flavour.ident(col.name)
     return s
 

@@ -17,18 +17,38 @@ from cdc_monitor.generator.flavours import FLAVOURS, TABLES, TableDef
 from cdc_monitor.generator.partitioner import partition_for
 from cdc_monitor.generator.records import KeyPool, KeyState, Rec, Traffic, _dumps, serialize_key
 from cdc_monitor.generator.schemas import (
+    DECIMAL,
+    DECIMAL_SCALE,
     MARKER_KEY_SCHEMA,
     MARKER_VALUE_SCHEMA,
     envelope_schema,
     key_schema,
+    row_schema,
 )
 
 BASE_TS_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
 
+def decimal_value(unscaled: int, fmt: str) -> Any:
+    """A Decimal column as the JsonConverter writes it: base64 of the unscaled big-endian
+    two's-complement bytes, or (decimal.format=NUMERIC) a JSON number."""
+    if fmt == "numeric":
+        return unscaled / 10**DECIMAL_SCALE
+    import base64
+
+    return base64.b64encode(unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True)).decode()
+
+
 class Generator:
     def __init__(self, flavour: str, *, events: int = 1000, seed: int = 7, schemas: bool = True,
-                 partitions: int = 3, tombstones: bool = True, faults: bool = False, fault_repeats: int = 3):
+                 partitions: int = 3, tombstones: bool = True, faults: bool = False, fault_repeats: int = 3,
+                 decimal_format: str = "base64", connector: str | None = None, flatten: bool = False,
+                 fault_rules: frozenset[str] | None = None):
+        """``decimal_format``: how Decimal columns are written (the JsonConverter's ``base64`` default,
+        or ``numeric``: JSON numbers). ``connector``: a ``source.connector`` name to write instead of
+        the flavour's (an unknown connector writes no transaction metadata). ``flatten``: values as
+        ExtractNewRecordState writes them (the row only; deletes and tombstones dropped).
+        ``fault_rules``: with ``faults``, inject only these rules."""
         from cdc_monitor.generator.faults import FaultPlan
 
         self.f = FLAVOURS[flavour]
@@ -50,8 +70,11 @@ class Generator:
         self.pending_end: Rec | None = None
         self.key_schemas = {t.name: key_schema(self.f, t) for t in TABLES}
         self.value_schemas = {t.name: envelope_schema(self.f, t) for t in TABLES}
-        self.tx_metadata = self.f.name != "dtle"
-        self.plan = FaultPlan(self, fault_repeats) if faults else None
+        self.decimal_format = decimal_format
+        self.connector = connector
+        self.flatten = flatten
+        self.tx_metadata = self.f.name != "dtle" and connector is None
+        self.plan = FaultPlan(self, fault_repeats, fault_rules) if faults else None
 
     # -- helpers ---------------------------------------------------------------------------
     def key_bytes(self, table: TableDef, pk: int) -> bytes:
@@ -84,6 +107,8 @@ class Generator:
                 v = round(r.uniform(1, 1000), 2)
             elif c.type == "boolean":
                 v = r.random() < 0.5
+            elif c.logical == DECIMAL:
+                v = decimal_value(r.randrange(100, 10**6), self.decimal_format)
             else:
                 v = None
             out[self.f.ident(c.name)] = self.wrap(v)
@@ -93,6 +118,13 @@ class Generator:
         return {self.f.ident(c.name): (self.wrap(pk) if c.key else None) for c in table.columns}
 
     def emit(self, rec: Rec, partition: int | None = None) -> Rec:
+        if self.flatten and rec.topic != self.f.transaction_topic:
+            if rec.value is None or (isinstance(rec.value, dict) and rec.value.get("op") == "d"):
+                return rec  # ExtractNewRecordState's defaults drop deletes and tombstones
+            if isinstance(rec.value, dict):
+                table = next(t for t in TABLES if t.name == rec.table)
+                rec.value = rec.value["after"]
+                rec.value_schema = {k: v for k, v in row_schema(self.f, table, "after").items() if k != "field"}
         if partition is None and rec.key is not None:
             partition = partition_for(serialize_key(rec, self.schemas).encode(), self.partitions_of(rec.topic))
         rec.partition = partition if partition is not None else 0
@@ -109,6 +141,8 @@ class Generator:
         """``coords`` = (txn_no, seq, commit_seq) to build the source position from instead of now."""
         c_txn, c_seq, c_commit = coords or (txn_no, self.seq, commit_seq)
         src = self.f.source(table.name, c_txn, c_seq, ev, self.source_ts, snapshot, op, c_commit)
+        if self.connector is not None:
+            src["connector"] = self.connector
         payload: dict[str, Any] = {"before": before, "after": after, "source": src, "op": op,
                                    "ts_ms": self.proc_ts}
         if self.tx_metadata:
@@ -158,12 +192,14 @@ class Generator:
         return Rec(self.f.transaction_topic, {"id": txn_id}, value, self.proc_ts,
                    key_schema=MARKER_KEY_SCHEMA, value_schema=MARKER_VALUE_SCHEMA, txn_id=txn_id)
 
-    def txn_id(self, txn_no: int) -> str:
+    def txn_id(self, txn_no: int, lsn: int = 0) -> str:
+        """The id Debezium writes. PostgreSQL (since 2.0, DBZ-5329): ``<txId>:<lastSeenLsn>`` on the
+        BEGIN, the END and every data event alike, so the part after the colon differs on each."""
         n = self.f.name
         if n == "mysql":
             return f"3e11fa47-71ca-11e1-9e33-c80aa9429562:{txn_no + 1}"
         if n == "postgresql":
-            return f"{700 + txn_no}:{33_554_432 + self.seq * 56}"
+            return f"{700 + txn_no}:{lsn}"
         if n == "sqlserver":
             return f"00000027:{0x700 + txn_no:08x}:0005"
         if n == "oracle":
@@ -235,7 +271,9 @@ class Generator:
     def transaction(self, txn_no: int, ops: list[tuple[str, TableDef, int]], hooks: dict[str, Any]) -> None:
         self.source_ts += self.rng.randrange(50, 1500)
         self.proc_ts = max(self.proc_ts, self.source_ts + self.rng.randrange(20, 900))
-        txn_id = self.txn_id(txn_no)
+        pg = self.f.name == "postgresql"
+        # PostgreSQL: the BEGIN's last seen LSN lies just before the first event's
+        txn_id = self.txn_id(txn_no, self.f.lsn(self.seq) - 16)
         if self.tx_metadata:
             if self.pending_end is not None:
                 end = self.pending_end
@@ -260,7 +298,8 @@ class Generator:
             dc = self.f.data_collection(table.name)
             counts[dc] = counts.get(dc, 0) + 1
             total += 1
-            return {"id": txn_id, "total_order": total, "data_collection_order": counts[dc]}
+            own_id = self.txn_id(txn_no, self.f.lsn(self.seq)) if pg else txn_id
+            return {"id": own_id, "total_order": total, "data_collection_order": counts[dc]}
 
         ev = 0
         for action, table, pk in ops:
@@ -294,7 +333,8 @@ class Generator:
             ev += 1
         hooks["data_recs"] = data_recs
         if self.tx_metadata:
-            self.pending_end = self.marker("END", txn_id, self.source_ts, counts)
+            end_id = self.txn_id(txn_no, self.f.lsn(commit_seq) + 16) if pg else txn_id
+            self.pending_end = self.marker("END", end_id, self.source_ts, counts)
             hooks["end_rec"] = self.pending_end
         self.proc_ts += 2
 

@@ -30,10 +30,11 @@ from cdc_monitor.checks.decode import decode_rules
 from cdc_monitor.checks.findings import FINDING_COLUMNS, RULES, record_findings
 from cdc_monitor.checks.lag import change_events, lag_rules, lag_spike_findings, lag_table, with_lag
 from cdc_monitor.checks.ordering import ordering_findings
-from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules
+from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules, topic_findings
 from cdc_monitor.checks.transactions import transaction_check
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records
+from cdc_monitor.decoding.events import txn_key
 from cdc_monitor.sources.base import KAFKA_COLUMNS
 from cdc_monitor.watch.state import PartitionHistory, StateStore, WatchState, add
 
@@ -104,7 +105,7 @@ class _Verdicts:
 
 def _final_ids(spark: SparkSession, state: WatchState) -> DataFrame:
     rows = [tuple(k.split("|", 1)) for k in state.final_txns]
-    return F.broadcast(spark.createDataFrame(rows, "server string, txn_id string"))
+    return F.broadcast(spark.createDataFrame(rows, "server string, txn_key string"))
 
 
 def process_batch(spark: SparkSession, new_records: DataFrame, batch_id: int, state: WatchState,
@@ -154,19 +155,20 @@ def _check(spark: SparkSession, events: DataFrame, state: WatchState, settings: 
     tx = transaction_check(events, partitions, cache)
     awaiting = F.broadcast(_coords(spark, state.awaiting).withColumn("awaited", F.lit(True)))
     per_record = [record_findings(fresh, [*decode_rules(), *lag_rules(), *envelope_rules()]),
-                  *embedded_schema_findings(fresh)]
+                  topic_findings(fresh), *embedded_schema_findings(fresh)]
     in_context = [lag_spike_findings(lag_scope, cfg.lag_threshold_ms, cfg.table_lag_threshold_ms),
                   *ordering_findings(events, partitions, cache)]
     is_new = events.select("topic", "partition", "offset", "is_new")
     judged = [f.select(*FINDING_COLUMNS) for f in per_record]
     judged += [f.select(*FINDING_COLUMNS).join(is_new, ["topic", "partition", "offset"]).where("is_new")
                .select(*FINDING_COLUMNS) for f in in_context]
-    final_ids = tx.transactions.where(F.col("status").isin(*FINAL)).select("server", "txn_id")
+    final_ids = tx.transactions.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
     known_final = _final_ids(spark, state)
     for f in tx.findings:
-        f = f.select(*FINDING_COLUMNS)
-        judged.append(f.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_id"], "left_semi"))
-        judged.append(f.where(F.col("rule") == "orphan_event").join(known_final, ["server", "txn_id"], "left_anti")
+        f = f.select(*FINDING_COLUMNS).withColumn("txn_key", txn_key(F.col("txn_id")))
+        judged.append(f.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi")
+                      .select(*FINDING_COLUMNS))
+        judged.append(f.where(F.col("rule") == "orphan_event").join(known_final, ["server", "txn_key"], "left_anti")
                       .join(awaiting, ["topic", "partition", "offset"], "left")
                       .join(is_new, ["topic", "partition", "offset"])
                       .where(F.col("is_new") | F.col("awaited").isNotNull()).select(*FINDING_COLUMNS))
@@ -180,11 +182,11 @@ def _check(spark: SparkSession, events: DataFrame, state: WatchState, settings: 
     open_txns: list[tuple[str, str]] = []
     final_txns: list[tuple[str, str]] = []
     finalized: dict[str, dict[str, int]] = {}
-    for r in tx.transactions.where(F.col("status").isin("open", *FINAL)).select("server", "txn_id", "status").collect():
+    for r in tx.transactions.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status").collect():
         if r["status"] == "open":
-            open_txns.append((r["server"], r["txn_id"]))
+            open_txns.append((r["server"], r["txn_key"]))
         else:
-            final_txns.append((r["server"], r["txn_id"]))
+            final_txns.append((r["server"], r["txn_key"]))
             per = finalized.setdefault(r["server"] or "", {})
             per[r["status"]] = per.get(r["status"], 0) + 1
     lag = [r.asDict() for r in lag_table(fresh).collect()]
@@ -220,14 +222,14 @@ def _next_state(spark: SparkSession, raw: DataFrame, events: DataFrame, state: W
         .select("topic", "partition").distinct().collect()
     for r in evicted:
         state.partitions[_key(r["topic"], r["partition"])].evicted = True
-    open_ids = spark.createDataFrame(verdicts.open_txns, "server string, txn_id string")
+    open_ids = spark.createDataFrame(verdicts.open_txns, "server string, txn_key string")
     open_markers = events.where(F.col("kind") == "transaction").join(
-        open_ids.withColumnRenamed("txn_id", "marker_id"), ["server", "marker_id"], "left_semi")
-    open_data = events.where(F.col("kind") == "data").join(open_ids, ["server", "txn_id"], "left_semi")
+        open_ids.withColumnRenamed("txn_key", "marker_key"), ["server", "marker_key"], "left_semi")
+    open_data = events.where(F.col("kind") == "data").join(open_ids, ["server", "txn_key"], "left_semi")
     # orphan candidates: data events naming a transaction on no marker of this window, not judged yet
-    markers = events.where(F.col("kind") == "transaction").select("server", F.col("marker_id").alias("txn_id")).distinct()
+    markers = events.where(F.col("kind") == "transaction").select("server", F.col("marker_key").alias("txn_key")).distinct()
     candidates = events.where((F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("txn_id").isNotNull()) \
-        .join(markers, ["server", "txn_id"], "left_anti").join(_final_ids(spark, state), ["server", "txn_id"], "left_anti")
+        .join(markers, ["server", "txn_key"], "left_anti").join(_final_ids(spark, state), ["server", "txn_key"], "left_anti")
     waited = {(a[0], int(a[1]), int(a[2])): float(a[3]) for a in state.awaiting}
     judged = verdicts.orphans_judged
     awaiting = []

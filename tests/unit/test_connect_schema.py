@@ -40,3 +40,21 @@ def test_invalid_avro_names_finds_hyphens_anywhere():
     schema = dict(ENVELOPE, name="mysql-server-1.inventory.customers.Envelope")
     assert invalid_avro_names(schema) == ["mysql-server-1.inventory.customers.Envelope"]
     assert invalid_avro_names(ENVELOPE) == []
+
+
+def test_decimal_bytes_allow_base64_text_and_numeric_json():
+    schema = {"type": "struct", "fields": [
+        {"type": "bytes", "optional": False, "name": "org.apache.kafka.connect.data.Decimal", "field": "price",
+         "parameters": {"scale": "2"}},
+        {"type": "bytes", "optional": False, "field": "blob"}]}
+    checks = {c.dotted: c for c in compile_schema(schema)}
+    assert {"STRING", "BIGINT", "DECIMAL", "DOUBLE"} <= set(checks["price"].allowed)
+    assert checks["blob"].allowed == ("STRING",)
+
+
+def test_narrow_integers_carry_their_range():
+    schema = {"type": "struct", "fields": [{"type": t, "optional": False, "field": t} for t in
+                                           ("int8", "int16", "int32", "int64")]}
+    ranges = {c.dotted: c.int_range for c in compile_schema(schema)}
+    assert ranges == {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (-2147483648, 2147483647),
+                      "int64": None}
