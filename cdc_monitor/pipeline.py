@@ -23,11 +23,28 @@ from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records, without_texts
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
     from cdc_monitor.sources import SourceResult
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+class JobCounter:
+    """Counts the Spark jobs a scan runs (a structural cost, whatever the machine): the scan's jobs
+    run in a job group of their own, whose job ids the status tracker lists at the end."""
+
+    def __init__(self, spark: SparkSession):
+        import uuid
+
+        self.sc = spark.sparkContext
+        self.group = f"cdc-monitor-scan-{uuid.uuid4().hex[:12]}"
+        self.sc.setJobGroup(self.group, "cdc-monitor scan", interruptOnCancel=False)
+
+    def stop(self) -> int:
+        n = len(self.sc.statusTracker().getJobIdsForGroup(self.group))
+        self.sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        return n
 
 
 @dataclass
@@ -109,6 +126,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     cfg = config or ScanConfig()
     started = time.time()
     timings: dict[str, float] = {}
+    jobs = JobCounter(source.records.sparkSession)
     mark = [started]
 
     def lap(name: str, detail: str = "") -> None:
@@ -165,6 +183,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         timings=timings,
     )
     lap("summary")
+    timings["spark_jobs"] = jobs.stop()
     if keep_events:
         result.events_frame, result.release = events, cache.release
     else:
