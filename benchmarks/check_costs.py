@@ -14,9 +14,9 @@ def main(paths: list[str]) -> dict[str, float]:
     from cdc_monitor.checks.ordering import ordering_findings
     from cdc_monitor.checks.schema import embedded_schema_findings, envelope_findings
     from cdc_monitor.checks.transactions import transaction_check
-    from cdc_monitor.checks.window import partition_window
     from cdc_monitor.config import ScanConfig
     from cdc_monitor.decoding import DecodeOptions, decode_records
+    from cdc_monitor.engine.facts import window_facts
     from cdc_monitor.sources.capture import read_capture
     from cdc_monitor.spark import get_spark
 
@@ -29,7 +29,7 @@ def main(paths: list[str]) -> dict[str, float]:
                                               DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix)))
     costs["read_decode_materialize"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    _, partitions = partition_window(events, cache)
+    facts = window_facts(events)
     costs["window"] = time.perf_counter() - t0
 
     def timed(name, frames):
@@ -42,13 +42,13 @@ def main(paths: list[str]) -> dict[str, float]:
     started = time.perf_counter()
     lag_table(events).collect()
     costs["lag_table"] = round(time.perf_counter() - started, 2)
-    timed("transactions", transaction_check(events, partitions, FrameCache()).findings)
+    timed("transactions", transaction_check(events, facts, FrameCache()).findings)
     timed("schema_envelope", envelope_findings(events))
     started = time.perf_counter()
     frames = embedded_schema_findings(events)
     costs["schema_embedded_plan"] = round(time.perf_counter() - started, 2)
     timed("schema_embedded", frames)
-    timed("ordering", ordering_findings(events, partitions, FrameCache()))
+    timed("ordering", ordering_findings(events, facts, FrameCache()))
     return {k: round(v, 2) for k, v in costs.items()}
 
 

@@ -1,8 +1,13 @@
-"""Wire a source, decoding, the checks and the result snapshot together.
+"""Wire a source, decoding, the checks and the result snapshot together, in five Spark jobs
+whatever the input (six when a capture has unreadable lines; ``timings.spark_jobs`` counts them):
 
-The decoded events are checkpointed once with their raw texts (read by the embedded-schema
-check only) and once without (read by every other check: a row of a few hundred bytes instead
-of kilobytes). Only small aggregates and (capped) findings are collected to the driver.
+1-2. the decoded events, checkpointed with their raw texts (read by the embedded-schema check
+     only) and without (read by every other check: a few hundred bytes a row, not kilobytes);
+3.   the window's census (engine/facts.py): summary, partitions, per-server facts, one aggregate;
+4.   the distinct embedded-schema shapes, judged on the driver;
+5.   everything else in one collect (engine/collect.py): every check's findings (complete
+     counts, the first ``max_findings``), the lag table and the transaction summary.
+Facts known on the driver reach the checks as literals, never as joins or broadcasts.
 """
 
 from __future__ import annotations
@@ -14,20 +19,22 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_monitor import __version__
 from cdc_monitor.checks.cache import FrameCache
-from cdc_monitor.checks.census import census, events_by_table, schema_versions, summary_counts
+from cdc_monitor.checks.catalogue import CATALOGUE
+from cdc_monitor.checks.census import events_by_table, schema_versions, summary_counts
 from cdc_monitor.checks.decode import capture_line_findings
-from cdc_monitor.checks.findings import CHECKS, FINDING_COLUMNS, RULES
-from cdc_monitor.checks.transactions import transaction_summary
-from cdc_monitor.checks.window import partition_window
+from cdc_monitor.checks.findings import FINDING_COLUMNS
+from cdc_monitor.checks.transactions import summary_frame, transaction_summary
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records, without_texts
+from cdc_monitor.engine.collect import collect_all
+from cdc_monitor.engine.facts import window_facts
+from cdc_monitor.vocabulary import CHECKS, SEVERITY_RANK
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from cdc_monitor.sources import SourceResult
 
-SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 
 class JobCounter:
@@ -92,28 +99,11 @@ class ScanResult:
         }
 
 
-def collect_findings(findings: DataFrame, limit: int, cache: FrameCache
-                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Complete counts per (check, rule, severity, server, table) and the first ``limit`` findings.
-
-    The union has a few partitions per check (dozens in all); each task costs tens of ms
-    whatever its size, so the union is coalesced to one partition per core before caching."""
-    cores = findings.sparkSession.sparkContext.defaultParallelism
-    findings = cache.keep(findings.coalesce(max(1, cores)))
-    grouped = findings.groupBy("check", "rule", "severity", "server", "table").count()
-    counts = [r.asDict() for r in grouped.orderBy("check", "rule", "severity", "server", "table").collect()]
-    rows = [
-        r.asDict(recursive=True)
-        for r in findings.orderBy("check", "rule", "topic", "partition", "offset", "txn_id").limit(limit).collect()
-    ]
-    return rows, counts
-
-
 def findings_by_check(counts: dict[str, dict[str, int]]) -> dict[str, int]:
     out = dict.fromkeys(CHECKS, 0)
     for by_rule in counts.values():
         for rule, n in by_rule.items():
-            out[RULES[rule][0]] += n
+            out[CATALOGUE[rule].check] += n
     return out
 
 
@@ -150,36 +140,41 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         rejects_count = rejects.count()
         if rejects_count:
             finding_frames.append(capture_line_findings(rejects))
-    window, partitions = partition_window(events, cache)
+    facts = window_facts(events)
+    window = facts.window
     lap("window", f" ({len(window['partitions'])} partitions)")
-    checked = run_checks(events, partitions, cfg, cache, texts=decoded)
+    checked = run_checks(events, facts, cfg, cache, texts=decoded)
     lap("checks_plan_and_aggregates")
     finding_frames[:0] = checked.findings
-    findings = finding_frames[0]
+    findings = finding_frames[0].select(*FINDING_COLUMNS)
     for frame in finding_frames[1:]:
         findings = findings.unionByName(frame.select(*FINDING_COLUMNS))
-    rows, finding_counts = collect_findings(findings.select(*FINDING_COLUMNS), cfg.max_findings, cache)
+    parts = {"lag": checked.lag}
+    if checked.transactions is not None:
+        parts["transactions"] = summary_frame(checked.transactions)
+    collected = collect_all(findings, cfg.max_findings, parts)
     counts: dict[str, dict[str, int]] = {}
-    for c in finding_counts:
+    for c in collected.counts:
         per = counts.setdefault(c["severity"], {})
         per[c["rule"]] = per.get(c["rule"], 0) + int(c["count"])
-    lap("findings", f" ({sum(int(c['count']) for c in finding_counts)} found)")
-    counted = census(events)
-    summary: dict[str, Any] = summary_counts(counted, rejects_count)
+    lap("findings", f" ({sum(int(c['count']) for c in collected.counts)} found)")
+    summary: dict[str, Any] = summary_counts(facts.rows, rejects_count)
     summary["findings_by_check"] = findings_by_check(counts)
     summary["findings_by_severity"] = {s: sum(v.values()) for s, v in counts.items()}
     by_rule = {rule: n for per in counts.values() for rule, n in per.items()}
-    transactions = transaction_summary(checked.transactions, by_rule) if checked.transactions is not None else {}
+    transactions = (transaction_summary(collected.parts["transactions"], by_rule)
+                    if checked.transactions is not None else {})
+    lag = sorted(collected.parts["lag"], key=lambda r: tuple((r[k] is not None, r[k]) for k in ("server", "topic", "table")))
     result = ScanResult(
         window=window,
         summary=summary,
-        events_by_table=events_by_table(counted),
-        lag=checked.lag,
+        events_by_table=events_by_table(facts.rows),
+        lag=lag,
         transactions=transactions,
-        schemas=schema_versions(counted),
-        findings=rows,
+        schemas=schema_versions(facts.rows),
+        findings=collected.findings,
         findings_by_rule=counts,
-        finding_counts=finding_counts,
+        finding_counts=collected.counts,
         timings=timings,
     )
     lap("summary")

@@ -7,6 +7,29 @@ Spark-free, so the generator, reports and sinks import it without starting anyth
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+
+CHECKS = ("decode", "lag", "transactions", "schema", "ordering")
+SEVERITIES = ("error", "warning", "info")
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+# what a rule judges: one record alone, a key's history in its partition, one transaction, a table/topic
+SCOPES = ("record", "key", "transaction", "table")
+# a transaction's status in a window (watch adds "overdue": open past its grace period)
+TX_STATUSES = ("complete", "open", "unverifiable", "missing_end", "missing_begin")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of the catalogue, declared beside the logic that judges it (checks/*.py)."""
+
+    name: str
+    check: str
+    severity: str
+    scope: str
+    meaning: str
+
+    def __post_init__(self) -> None:
+        assert self.check in CHECKS and self.severity in SEVERITIES and self.scope in SCOPES, self
 
 # Debezium op values: create, update, delete, read (snapshot), truncate, message.
 OPS = ("c", "u", "d", "r", "t", "m")

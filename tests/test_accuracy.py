@@ -57,10 +57,10 @@ def test_every_injected_fault_is_found_exactly(captures, scan, scenario):
 
 
 def test_fault_plan_covers_every_rule_of_the_contract():
-    from cdc_monitor.checks.findings import RULES, TOPIC_RULES
+    from cdc_monitor.checks.catalogue import CATALOGUE, ONCE_PER_TOPIC
 
     # per-topic rules are said of legitimate traffic features (tests/test_accuracy_features.py)
-    contract = set(RULES) - {"invalid_envelope", "invalid_capture_line"} - TOPIC_RULES
+    contract = set(CATALOGUE) - {"invalid_envelope", "invalid_capture_line"} - ONCE_PER_TOPIC
     assert set(applicable_rules("mysql", schemas=True, tombstones=True, partitions=3)) == contract
 
 

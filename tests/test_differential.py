@@ -5,8 +5,6 @@ names the records."""
 
 from __future__ import annotations
 
-import pytest
-
 from benchmarks.plain_python import run as baseline
 from cdc_monitor.generator import FLAVOUR_NAMES, generate
 from cdc_monitor.generator.capture import write_capture
@@ -16,14 +14,14 @@ SHARED = frozenset({"invalid_json", "duplicate", "event_after_delete", "position
                     "count_mismatch"})
 
 
-@pytest.mark.parametrize("flavour", FLAVOUR_NAMES)
-def test_same_records_found_as_the_plain_python_baseline(tmp_path, scan, flavour):
-    path = tmp_path / f"{flavour}.jsonl"
-    write_capture(generate(flavour, events=250, seed=41, faults=True, fault_rules=SHARED), path)
-    ours = scan([path])
-    theirs = baseline([str(path)])["where"]
-    judged = {f["rule"] for f in ours.findings} | set(theirs)
-    assert judged & SHARED, "the capture exercised none of the shared rules"
+def test_same_records_found_as_the_plain_python_baseline(tmp_path, scan):
+    paths = []
+    for i, flavour in enumerate(FLAVOUR_NAMES):  # every flavour in one capture folder, one scan
+        paths.append(tmp_path / f"{flavour}.jsonl")
+        write_capture(generate(flavour, events=250, seed=41 + i, faults=True, fault_rules=SHARED), paths[-1])
+    ours = scan([tmp_path])
+    theirs = baseline([str(p) for p in paths])["where"]
+    assert set(theirs) >= SHARED, "the capture exercised every shared rule"
     for rule in sorted(SHARED):
         mine = sorted((f["topic"], f["partition"], f["offset"]) for f in ours.findings if f["rule"] == rule)
         other = sorted(tuple(x) for x in theirs.get(rule, []))

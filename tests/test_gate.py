@@ -3,6 +3,7 @@ naming the failed expectations, with JUnit XML and Data Docs; malformed suites e
 
 from __future__ import annotations
 
+import collections
 import json
 import subprocess
 import sys
@@ -86,7 +87,9 @@ def test_faulty_capture_fails_the_gate_with_junit_and_data_docs(tmp_path):
     from cdc_monitor.generator import generate
     from cdc_monitor.generator.capture import write_capture
 
-    write_capture(generate("mysql", events=600, seed=5, faults=True), tmp_path / "faulty.jsonl")
+    traffic = generate("mysql", events=600, seed=5, faults=True)
+    write_capture(traffic, tmp_path / "faulty.jsonl")
+    injected_ops = collections.Counter(lab.rec.value["op"] for lab in traffic.labels if lab.rule == "invalid_op")
     junit, docs = tmp_path / "out" / "junit.xml", tmp_path / "docs"
     args = ["gate", str(tmp_path / "faulty.jsonl"), "--suite", str(ROOT / "expectations"),
             "--junit", str(junit), "--data-docs", str(docs)]
@@ -100,7 +103,12 @@ def test_faulty_capture_fails_the_gate_with_junit_and_data_docs(tmp_path):
                      "[cdc_lag] expect_column_values_to_be_between(column=negative",
                      "[cdc_findings] expect_column_values_to_not_be_in_set(column=severity"):
         assert any(expected in line for line in failed_lines), (expected, proc.stdout)
-    assert "'x' x3" in proc.stdout  # observed values are shown: the injected invalid op
+    allowed = next(e["kwargs"]["value_set"] for e in json.loads((ROOT / "expectations" / "events.json").read_text())
+                   ["expectations"] if e["kwargs"].get("column") == "op" and "value_set" in e["kwargs"])
+    outside = {op: n for op, n in injected_ops.items() if op not in allowed}
+    assert outside
+    for op, n in outside.items():  # observed values are shown: the injected ops outside the suite's set
+        assert f"'{op}' x{n}" in proc.stdout, (op, n)
     tree = ET.parse(junit)
     cases = tree.findall(".//testcase")
     assert len(cases) == sum(len(json.loads(p.read_text())["expectations"]) for p in SUITES)

@@ -1,30 +1,16 @@
-"""The scan's counts from one aggregate over the events: the summary, data events per table and
-op, and schema versions per topic (three Spark jobs before, one now)."""
+"""The scan's counts from the window's census (engine/facts.py, one aggregate): the summary, data
+events per table and op, and schema versions per topic."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import functions as F
-
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, Row
+    from pyspark.sql import Row
 
 KINDS = {"data": "data_events", "tombstone": "tombstones", "transaction": "transaction_markers",
          "schema_change": "schema_changes", "heartbeat": "heartbeats"}
-
-
-def census(events: DataFrame) -> list[Row]:
-    """One row per (topic, kind, undecodable, server, table, op): records, and the distinct
-    value/key schema hashes seen."""
-    return events.groupBy(
-        "topic", "kind", F.col("decode_error").isNotNull().alias("bad"), "server", "table", "op",
-    ).agg(
-        F.count(F.lit(1)).alias("n"),
-        F.collect_set("value_schema_hash").alias("value_hashes"),
-        F.collect_set("key_schema_hash").alias("key_hashes"),
-    ).collect()
 
 
 def _decoded_data(rows: Iterable[Row]) -> list[Row]:

@@ -8,9 +8,17 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import RecordRule, finding, record_findings
 from cdc_monitor.decoding.events import SNIPPET
+from cdc_monitor.vocabulary import Rule
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+
+RULES = (
+    Rule("invalid_json", "decode", "error", "record", "value or key is not exactly one valid JSON document"),
+    Rule("invalid_envelope", "decode", "error", "record", "valid JSON, but not a Kafka Connect / Debezium object"),
+    Rule("invalid_capture_line", "decode", "error", "record", "a capture-file line that is not a kcat -J record"),
+)
 
 
 def decode_rules() -> list[RecordRule]:

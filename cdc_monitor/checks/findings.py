@@ -1,4 +1,5 @@
-"""The finding contract (design.md section 2) and the rule catalogue."""
+"""The finding contract: its columns, and select-lists that build a finding of a catalogued rule
+(the rules themselves are declared in the check modules; checks/catalogue.py gathers them)."""
 
 from __future__ import annotations
 
@@ -17,45 +18,7 @@ FINDING_COLUMNS = [
     "check", "rule", "severity", "topic", "partition", "offset", "offsets", "key", "txn_id", "message",
     "server", "table",
 ]
-SEVERITIES = ("error", "warning", "info")
 MAX_OFFSETS = 20
-
-# rule -> (check, default severity, what it means)
-RULES: dict[str, tuple[str, str, str]] = {
-    "invalid_json": ("decode", "error", "value or key is not valid JSON"),
-    "invalid_envelope": ("decode", "error", "valid JSON, but not a Kafka Connect / Debezium object"),
-    "invalid_capture_line": ("decode", "error", "a capture-file line that is not a kcat -J record"),
-    "lag_spike": ("lag", "warning", "lag above the table's threshold"),
-    "negative_lag": ("lag", "warning", "ts_ms before source.ts_ms (clock skew)"),
-    "invalid_source_ts": ("lag", "warning", "source timestamp missing or outside 2000..2100"),
-    "missing_end": ("transactions", "error", "a BEGIN followed by another BEGIN without its END"),
-    "missing_begin": ("transactions", "error", "an END without its BEGIN"),
-    "count_mismatch": ("transactions", "error", "END.event_count differs from the data events seen"),
-    "collection_count_mismatch": ("transactions", "error", "END.data_collections differs per collection"),
-    "order_gap": ("transactions", "error", "total_order/data_collection_order not 1..n"),
-    "orphan_event": ("transactions", "warning", "transaction id on no BEGIN/END covering its time"),
-    "key_schema_name_mismatch": ("schema", "error", "key schema name does not match the topic"),
-    "type_mismatch": ("schema", "error", "payload value does not match its schema type"),
-    "non_optional_null": ("schema", "error", "non-optional field absent or null"),
-    "invalid_avro_name": ("schema", "warning", "schema name is not a valid Avro full name"),
-    "op_missing": ("schema", "error", "change event without op"),
-    "invalid_op": ("schema", "error", "op not one of c, u, d, r, t, m"),
-    "before_after_mismatch": ("schema", "error", "before/after presence contradicts op"),
-    "missing_source_field": ("schema", "error", "a source field the connector always sends is missing"),
-    "key_payload_mismatch": ("schema", "error", "key payload differs from the row's key columns"),
-    "non_envelope_values": ("schema", "warning",
-                            "a topic's values are not Debezium envelopes (flattened rows, wrappers): one finding per topic"),
-    "unknown_connector": ("schema", "info", "source.connector names a connector without known rules: generic rules only"),
-    "position_regression": ("ordering", "error", "source position went backwards for a key"),
-    "duplicate": ("ordering", "warning", "the same event again (redelivery/replay)"),
-    "missing_create": ("ordering", "warning", "update/delete of a key never created in a full partition"),
-    "event_after_delete": ("ordering", "error", "update/delete after the key was deleted"),
-    "tombstone_without_delete": ("ordering", "warning", "tombstone not preceded by a delete"),
-    "key_in_multiple_partitions": ("ordering", "error", "one key in several partitions of a topic"),
-}
-CHECKS = ("decode", "lag", "transactions", "schema", "ordering")
-# rules reported once per topic (offset: the first record involved; key and txn_id null)
-TOPIC_RULES = frozenset({"non_envelope_values", "unknown_connector"})
 
 
 def _finding_columns(
@@ -99,14 +62,18 @@ def _finding_columns(
 
 def finding(rule: str, message: Column, **loc: Column | None) -> list[Column]:
     """Select-list for a finding of ``rule`` (check and severity from RULES)."""
-    check, severity, _ = RULES[rule]
-    return _finding_columns(F.lit(check), F.lit(rule), F.lit(severity), message, **loc)
+    from cdc_monitor.checks.catalogue import CATALOGUE
+
+    r = CATALOGUE[rule]
+    return _finding_columns(F.lit(r.check), F.lit(rule), F.lit(r.severity), message, **loc)
 
 
 def dynamic_finding(rule: Column, message: Column, **loc: Column | None) -> list[Column]:
     """Like ``finding`` for a rule computed per row."""
-    checks = F.create_map(*[x for r, (c, _, _) in RULES.items() for x in (F.lit(r), F.lit(c))])
-    sevs = F.create_map(*[x for r, (_, s, _) in RULES.items() for x in (F.lit(r), F.lit(s))])
+    from cdc_monitor.checks.catalogue import CATALOGUE
+
+    checks = F.create_map(*[x for r in CATALOGUE.values() for x in (F.lit(r.name), F.lit(r.check))])
+    sevs = F.create_map(*[x for r in CATALOGUE.values() for x in (F.lit(r.name), F.lit(r.severity))])
     return _finding_columns(F.element_at(checks, rule), rule, F.element_at(sevs, rule), message, **loc)
 
 

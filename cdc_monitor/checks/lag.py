@@ -16,9 +16,17 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import RecordRule, finding, record_findings
 from cdc_monitor.decoding.events import valid_source_ts
+from cdc_monitor.vocabulary import Rule
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+RULES = (
+    Rule("lag_spike", "lag", "warning", "table", "lag above the table's threshold (one finding per run of events)"),
+    Rule("negative_lag", "lag", "warning", "record", "ts_ms before source.ts_ms (clock skew)"),
+    Rule("invalid_source_ts", "lag", "warning", "record", "source timestamp missing or outside 2000..2100"),
+)
+
 
 QUANTILES = (("p50_ms", 0.5), ("p95_ms", 0.95), ("p99_ms", 0.99))
 GROUP = ["server", "topic", "table"]
@@ -53,24 +61,30 @@ def _pct(col: str, p: float) -> Column:
 
 
 def lag_table(events: DataFrame) -> DataFrame:
-    """One row per (server, topic, table): exact nearest-rank percentiles and counts."""
-    lagged = with_lag(change_events(events))
-    stats = lagged.groupBy(*GROUP).agg(
+    """One row per (server, topic, table) with change or snapshot events: exact nearest-rank
+    percentiles and counts, in one aggregate (snapshot events counted beside the lags)."""
+    change = F.col("op").isin("c", "u", "d") & ~F.coalesce(is_snapshot(), F.lit(False))
+    valid = _valid_source_ts()
+    lagged = decoded_data(events).select(
+        *GROUP, change.alias("change"), F.coalesce(is_snapshot(), F.lit(False)).alias("snap"),
+        F.when(change, valid).alias("source_ts_valid"),
+        F.when(change & valid & F.col("ts_ms").isNotNull(), F.col("ts_ms") - F.col("source_ts_ms")).alias("lag_ms"),
+        F.when(change & valid, F.col("record_ts_ms") - F.col("source_ts_ms")).alias("record_lag_ms"),
+        F.when(change & valid, F.col("source_ts_ms")).alias("valid_source_ts_ms"),
+    )
+    return lagged.groupBy(*GROUP).agg(
         F.count("lag_ms").alias("count"),
         F.sum("lag_ms").alias("sum_ms"),
         *[_pct("lag_ms", p).alias(name) for name, p in QUANTILES],
         F.max("lag_ms").alias("max_ms"),
-        F.sum((F.col("lag_ms") < 0).cast("int")).alias("negative"),
-        F.sum((~F.col("source_ts_valid")).cast("int")).alias("invalid_source_ts"),
+        F.coalesce(F.sum((F.col("lag_ms") < 0).cast("int")), F.lit(0)).alias("negative"),
+        F.coalesce(F.sum((~F.col("source_ts_valid")).cast("int")), F.lit(0)).alias("invalid_source_ts"),
         *[_pct("record_lag_ms", p).alias("record_" + name) for name, p in QUANTILES],
         F.max("record_lag_ms").alias("record_max_ms"),
-        F.max(F.when(F.col("source_ts_valid"), F.col("source_ts_ms"))).alias("last_source_ts_ms"),
-    )
-    snaps = decoded_data(events).where(is_snapshot()).groupBy(*GROUP).agg(F.count(F.lit(1)).alias("snapshot_excluded"))
-    return (
-        stats.join(snaps, GROUP, "full_outer")
-        .na.fill(0, ["count", "negative", "invalid_source_ts", "snapshot_excluded"])
-    )
+        F.max("valid_source_ts_ms").alias("last_source_ts_ms"),
+        F.sum(F.col("snap").cast("int")).alias("snapshot_excluded"),
+        F.max("change").alias("has_change"),
+    ).where(F.col("has_change") | (F.col("snapshot_excluded") > 0)).drop("has_change")
 
 
 def _threshold(thresholds: Mapping[str, int], default_ms: int) -> Column:

@@ -17,9 +17,22 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.cache import NO_CACHE, FrameCache
 from cdc_monitor.checks.findings import finding
+from cdc_monitor.vocabulary import Rule
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from cdc_monitor.engine.facts import WindowFacts
+
+RULES = (
+    Rule("position_regression", "ordering", "error", "key", "source position went backwards for a key"),
+    Rule("duplicate", "ordering", "warning", "key", "the same event again (redelivery/replay)"),
+    Rule("missing_create", "ordering", "warning", "key", "update/delete of a key never created in a full partition"),
+    Rule("event_after_delete", "ordering", "error", "key", "update/delete after the key was deleted"),
+    Rule("tombstone_without_delete", "ordering", "warning", "key", "tombstone not preceded by a delete"),
+    Rule("key_in_multiple_partitions", "ordering", "error", "key", "one key in several partitions of a topic"),
+)
+
 
 KEY = ["topic", "key_payload"]
 
@@ -44,15 +57,14 @@ def _loc() -> dict:
                 txn_id=F.col("txn_id"), server=F.col("server"), table=F.col("table"))
 
 
-def ordering_findings(events: DataFrame, partitions: DataFrame, cache: FrameCache = NO_CACHE) -> list[DataFrame]:
+def ordering_findings(events: DataFrame, facts: WindowFacts, cache: FrameCache = NO_CACHE) -> list[DataFrame]:
     recs = _records(events)
     # keys in several partitions of a topic: the partition of the key's first record is home
     by_key = Window.partitionBy(*KEY)
     recs = recs.withColumn(
         "home", F.min_by("partition", F.struct("record_ts_ms", "partition", "offset")).over(by_key)
     ).withColumn("multi", F.size(F.collect_set("partition").over(by_key)) > 1)
-    recs = recs.join(F.broadcast(partitions.select("topic", "partition", "from_start")), ["topic", "partition"], "left")
-    recs = recs.withColumn("from_start", F.coalesce("from_start", F.lit(False)))
+    recs = recs.withColumn("from_start", facts.from_start())
 
     in_part = Window.partitionBy("topic", "partition", "key_payload").orderBy("offset")
     same = Window.partitionBy("topic", "partition", "key_payload", "content").orderBy("offset")

@@ -1,9 +1,12 @@
-"""Runs every check over the cached events frame and gathers their small aggregates."""
+"""The one runner: every check over a window, its findings tagged by scope. ``scan`` takes them
+all; ``watch`` runs the same checks and filters by scope (per-record rules are judged on the new
+records only, per-key and per-table ones where they land on a new record, per-transaction ones
+when the transaction becomes final)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cdc_monitor.checks.cache import NO_CACHE, FrameCache
 from cdc_monitor.checks.decode import decode_rules
@@ -12,32 +15,48 @@ from cdc_monitor.checks.lag import lag_rules, lag_spike_findings, lag_table
 from cdc_monitor.checks.ordering import ordering_findings
 from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules, topic_findings
 from cdc_monitor.checks.transactions import transaction_check
+from cdc_monitor.vocabulary import SCOPES
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from cdc_monitor.config import ScanConfig
+    from cdc_monitor.engine.facts import WindowFacts
 
 
 @dataclass
 class CheckedResult:
-    findings: list[DataFrame] = field(default_factory=list)
-    lag: list[dict[str, Any]] = field(default_factory=list)
-    transactions: DataFrame | None = None
+    """The checks' frames, not yet computed (the pipeline collects them in one job)."""
+
+    by_scope: dict[str, list[DataFrame]] = field(default_factory=lambda: {s: [] for s in SCOPES})
+    lag: DataFrame | None = None  # the lag table
+    transactions: DataFrame | None = None  # one row per transaction: status and problem flags
+
+    @property
+    def findings(self) -> list[DataFrame]:
+        return [f for scope in SCOPES for f in self.by_scope[scope]]
 
 
-def run_checks(events: DataFrame, partitions: DataFrame, config: ScanConfig, cache: FrameCache = NO_CACHE,
-               texts: DataFrame | None = None) -> CheckedResult:
-    """``texts``: the events with their raw texts, when ``events`` was narrowed by ``without_texts``."""
-    tx = transaction_check(events, partitions, cache)
-    findings = [
+def run_checks(events: DataFrame, facts: WindowFacts, config: ScanConfig, cache: FrameCache = NO_CACHE,
+               texts: DataFrame | None = None, *, fresh: DataFrame | None = None,
+               lag_scope: DataFrame | None = None) -> CheckedResult:
+    """Every check over ``events`` (the window, with what watch carries from earlier batches).
+
+    ``texts``: the events with their raw texts, when ``events`` was narrowed by ``without_texts``.
+    ``fresh``: the records per-record and per-topic rules judge (watch: the batch's new records;
+    default all). ``lag_scope``: the records lag spikes run over (watch: new ones and the tails
+    carried so a spike across batches counts once; default all). Only the embedded-schema check
+    runs a Spark job here (its distinct shapes are judged on the driver)."""
+    fresh = events if fresh is None else fresh
+    tx = transaction_check(events, facts, cache)
+    by_scope = {
         # decode, lag and envelope rules need only the record itself: one pass for all of them
-        record_findings(events, [*decode_rules(), *lag_rules(), *envelope_rules()]),
-        lag_spike_findings(events, config.lag_threshold_ms, config.table_lag_threshold_ms),
-        *tx.findings,
-        topic_findings(events),
-        *embedded_schema_findings(events if texts is None else texts),
-        *ordering_findings(events, partitions, cache),
-    ]
-    lag = [r.asDict() for r in lag_table(events).orderBy("server", "topic", "table").collect()]
-    return CheckedResult(findings=findings, lag=lag, transactions=tx.transactions)
+        "record": [record_findings(fresh, [*decode_rules(), *lag_rules(), *envelope_rules()]),
+                   *embedded_schema_findings(fresh if texts is None else texts)],
+        "key": ordering_findings(events, facts, cache),
+        "transaction": tx.findings,
+        "table": [topic_findings(fresh),
+                  lag_spike_findings(events if lag_scope is None else lag_scope, config.lag_threshold_ms,
+                                     config.table_lag_threshold_ms)],
+    }
+    return CheckedResult(by_scope=by_scope, lag=lag_table(fresh), transactions=tx.transactions)

@@ -18,10 +18,30 @@ from cdc_monitor.checks.connect_schema import FieldCheck, compile_schema, invali
 from cdc_monitor.checks.findings import RecordRule, dynamic_finding, record_findings
 from cdc_monitor.checks.variant_shape import ShapeSyntaxError, field_problems, parse_shape
 from cdc_monitor.decoding.events import non_envelope
-from cdc_monitor.vocabulary import ALLOWED_OPS, GENERIC_OPS, MESSAGE_OP_FLAVOURS, UNKNOWN_FLAVOUR
+from cdc_monitor.vocabulary import ALLOWED_OPS, GENERIC_OPS, MESSAGE_OP_FLAVOURS, UNKNOWN_FLAVOUR, Rule
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+RULES = (
+    Rule("key_schema_name_mismatch", "schema", "error", "record", "key schema name does not match the topic"),
+    Rule("type_mismatch", "schema", "error", "record",
+         "payload value does not match its schema type (or an integer is outside its width)"),
+    Rule("non_optional_null", "schema", "error", "record", "non-optional field absent or null"),
+    Rule("invalid_avro_name", "schema", "warning", "record", "schema name is not a valid Avro full name"),
+    Rule("op_missing", "schema", "error", "record", "change event without op"),
+    Rule("invalid_op", "schema", "error", "record", "an op the record's connector never emits"),
+    Rule("before_after_mismatch", "schema", "error", "record", "before/after presence contradicts op"),
+    Rule("missing_source_field", "schema", "error", "record", "a source field the connector always sends is missing"),
+    Rule("key_payload_mismatch", "schema", "error", "record", "key payload differs from the row's key columns"),
+    Rule("non_envelope_values", "schema", "warning", "table",
+         "a topic's values are not Debezium envelopes (flattened rows, wrappers): one finding per topic"),
+    Rule("unknown_connector", "schema", "info", "table",
+         "source.connector names a connector without known rules: generic rules only"),
+)
+# rules said once per topic (offset: the topic's first record involved; key and txn_id null)
+ONCE_PER_TOPIC = frozenset({"non_envelope_values", "unknown_connector"})
+
 
 # Fields each connector always sends (its identity, time and position).
 REQUIRED_SOURCE: dict[str, tuple[str, ...]] = {
@@ -249,31 +269,43 @@ def _problem_rows(problems: dict[str, list[tuple[str, str]]], checks_by_hash: di
     return F.when(F.coalesce(ranged, F.lit("")) == "", probs).when(has_tm, merged_tm).otherwise(added)
 
 
+SIDES = (("value_schema", "value_text", "value"), ("key_schema", "key", "key"))
+
+
+def _shaped(data: DataFrame, column: str, text_col: str, label: str) -> DataFrame:
+    return (
+        data.where(F.col(column + "_hash").isNotNull())
+        .selectExpr(*LOC_COLUMNS, f"{column}_hash AS hash", f"{column} AS schema_text",
+                    f"{_payload_sql(text_col, payload_only=label != 'key')} AS payload")
+        .selectExpr("*", f"{_SHAPE_SQL} AS shape")
+        .where("shape IS NOT NULL")  # decoded by from_json, so a variant-only parse failure
+    )
+
+
 def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
     """Findings of every record against its own embedded key and value schema.
 
     Each record gets the shape of its payload (one generic expression, whatever the schema);
-    the distinct (schema, shape) pairs, few, are collected with their schema text in one
-    aggregate and judged on the driver (variant_shape.py). The verdicts then ride back to the
-    records as a literal map (no join), with the range of each int8/int16/int32 field, which a
-    shape cannot tell, judged on the record's value. Keys are judged per topic too (the key
-    schema name must match it).
+    the distinct (side, schema, shape) triples, few, are collected with their schema text in one
+    aggregate (one Spark job for keys and values) and judged on the driver (variant_shape.py).
+    The verdicts then ride back to the records as a literal map (no join), with the range of
+    each int8/int16/int32 field, which a shape cannot tell, judged on the record's value. Keys
+    are judged per topic too (the key schema name must match it).
     """
     data = _data(events)
+    shaped = {label: _shaped(data, column, text_col, label) for column, text_col, label in SIDES}
+    groups = [shaped[label].groupBy("hash", "shape", *(["topic"] if label == "key" else [F.lit(None).cast("string")
+                                                                                        .alias("topic")]))
+              .agg(F.first("schema_text").alias("schema_text")).withColumn("side", F.lit(label)) for _, _, label in SIDES]
+    pairs = groups[0].unionByName(groups[1]).collect()
     frames: list[DataFrame] = []
-    for column, text_col, label in (("value_schema", "value_text", "value"), ("key_schema", "key", "key")):
+    for _, _, label in SIDES:
         by_topic = label == "key"
-        on = ["hash", "shape", *(["topic"] if by_topic else [])]
-        shaped = (
-            data.where(F.col(column + "_hash").isNotNull())
-            .selectExpr(*LOC_COLUMNS, f"{column}_hash AS hash", f"{column} AS schema_text",
-                        f"{_payload_sql(text_col, payload_only=not by_topic)} AS payload")
-            .selectExpr("*", f"{_SHAPE_SQL} AS shape")
-            .where("shape IS NOT NULL")  # decoded by from_json, so a variant-only parse failure
-        )
         schemas: dict[int, dict | None] = {}
         problems: dict[str, list[tuple[str, str]]] = {}
-        for r in shaped.groupBy(*on).agg(F.first("schema_text").alias("schema_text")).collect():
+        for r in pairs:
+            if r["side"] != label:
+                continue
             if r["hash"] not in schemas:
                 schemas[r["hash"]] = parse_schema(r["schema_text"])
             schema = schemas[r["hash"]]
@@ -287,6 +319,6 @@ def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
             c for c in compile_schema(schema, unwrap_top=by_topic) if c.int_range is not None])}
         if problems or ranged:
             rows = _problem_rows(problems, ranged, label, by_topic)
-            frames.append(shaped.select(*LOC_COLUMNS, F.explode(rows).alias("p")).select(
+            frames.append(shaped[label].select(*LOC_COLUMNS, F.explode(rows).alias("p")).select(
                 *dynamic_finding(F.col("p.rule"), F.col("p.message"), **_loc())))
     return frames

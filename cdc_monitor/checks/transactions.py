@@ -31,12 +31,24 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.cache import NO_CACHE, FrameCache
 from cdc_monitor.checks.findings import finding
-from cdc_monitor.decoding.events import non_envelope
+from cdc_monitor.engine.facts import WindowFacts, lookup
+from cdc_monitor.vocabulary import TX_STATUSES, Rule
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-STATUSES = ("complete", "open", "unverifiable", "missing_end", "missing_begin")
+RULES = (
+    Rule("missing_end", "transactions", "error", "transaction", "a BEGIN followed by another BEGIN without its END"),
+    Rule("missing_begin", "transactions", "error", "transaction", "an END without its BEGIN"),
+    Rule("count_mismatch", "transactions", "error", "transaction", "END.event_count differs from the data events seen"),
+    Rule("collection_count_mismatch", "transactions", "error", "transaction",
+         "END.data_collections differs per collection"),
+    Rule("order_gap", "transactions", "error", "transaction", "total_order/data_collection_order not 1..n"),
+    Rule("orphan_event", "transactions", "warning", "transaction", "transaction id on no BEGIN/END covering its time"),
+)
+
+
+STATUSES = TX_STATUSES
 PROBLEMS = ("count_mismatch", "collection_count_mismatch", "order_gap")
 
 
@@ -66,54 +78,39 @@ def _data(events: DataFrame) -> DataFrame:
     )
 
 
-def _data_start(events: DataFrame, partitions: DataFrame) -> DataFrame:
-    """Per server: when every data partition read from a later offset has records (a
-    transaction that began before that may have events outside the window), and the data
-    collections the window holds events of."""
-    data = events.where(F.col("kind") == "data")
-    topics = data.select("topic", "server").distinct()
-    start = (
-        partitions.where(~F.col("from_start")).join(topics, "topic")
-        .groupBy("server").agg(F.max("min_ts_ms").alias("data_start"))
-    )
-    read = (data.where(F.col("table").isNotNull() & F.col("decode_error").isNull() & ~non_envelope())
-            .groupBy("server").agg(F.collect_set("table").alias("read")))
-    return start.join(read, "server", "full_outer")
-
-
-def _per_transaction(markers: DataFrame, partitions: DataFrame, data_start: DataFrame) -> DataFrame:
-    begins = markers.where(F.col("status") == "BEGIN")
-    part_first_begin = begins.groupBy("topic", "partition").agg(F.min("offset").alias("first_begin"))
-    next_begin = Window.partitionBy("topic", "partition").orderBy("offset")
-    begins = begins.withColumn("next_begin", F.lead("offset").over(next_begin)).select(
-        "topic", "partition", "server", "txn_key", F.col("marker_id").alias("begin_id"),
-        F.col("offset").alias("begin_offset"), F.col("key").alias("begin_key"), "next_begin",
-        F.col("record_ts_ms").alias("begin_ts"),
-    )
-    ends = markers.where(F.col("status") == "END").select(
-        "topic", "partition", "server", "txn_key", F.col("marker_id").alias("end_id"), F.col("offset").alias("end_offset"),
-        F.col("key").alias("end_key"), F.col("marker_event_count").alias("event_count"),
-        F.col("marker_collections").alias("collections"),
-    )
-    # one row per transaction; repeated markers keep the first of each
-    begins = begins.groupBy("topic", "partition", "server", "txn_key").agg(
-        F.min_by(F.struct("begin_offset", "begin_id", "begin_key", "next_begin", "begin_ts"), "begin_offset").alias("b"))
-    ends = ends.groupBy("topic", "partition", "server", "txn_key").agg(
-        F.min_by(F.struct("end_offset", "end_id", "end_key", "event_count", "collections"), "end_offset").alias("e"))
-    txns = begins.join(ends, ["topic", "partition", "server", "txn_key"], "full_outer").select(
-        "topic", "partition", "server", "txn_key", "b.*", "e.*")
-    txns = txns.withColumn("txn_id", F.coalesce("begin_id", "end_id"))
-    txns = txns.join(part_first_begin, ["topic", "partition"], "left").join(
-        partitions.select("topic", "partition", "from_start"), ["topic", "partition"], "left").join(
-        F.broadcast(data_start), "server", "left")
+def _per_transaction(markers: DataFrame, facts: WindowFacts) -> DataFrame:
+    """One row per (transaction-topic partition, server, transaction): its first BEGIN and first
+    END (repeated markers keep the first of each), the partition's next BEGIN after it and its
+    first BEGIN, with a status. One shuffle: a window and an aggregate on the same partitioning."""
+    is_begin, is_end = F.col("status") == "BEGIN", F.col("status") == "END"
+    begin_offset = F.when(is_begin, F.col("offset"))
+    part = Window.partitionBy("topic", "partition")
+    # next BEGIN after each marker, as a growing frame over descending offsets (linear, unlike
+    # a frame running to the unbounded end)
+    later = part.orderBy(F.col("offset").desc()).rowsBetween(Window.unboundedPreceding, -1)
+    marked = markers.withColumn("next_begin", F.min(begin_offset).over(later)).withColumn(
+        "first_begin", F.min(begin_offset).over(part))
+    txns = marked.groupBy("topic", "partition", "server", "txn_key").agg(
+        F.min_by(F.when(is_begin, F.struct(
+            F.col("offset").alias("begin_offset"), F.col("marker_id").alias("begin_id"), F.col("key").alias("begin_key"),
+            "next_begin", F.col("record_ts_ms").alias("begin_ts"))), begin_offset).alias("b"),
+        F.min_by(F.when(is_end, F.struct(
+            F.col("offset").alias("end_offset"), F.col("marker_id").alias("end_id"), F.col("key").alias("end_key"),
+            F.col("marker_event_count").alias("event_count"), F.col("marker_collections").alias("collections"))),
+            F.when(is_end, F.col("offset"))).alias("e"),
+        F.first("first_begin").alias("first_begin"),
+    ).select("topic", "partition", "server", "txn_key", "b.*", "e.*", "first_begin")
+    txns = txns.withColumn("txn_id", F.coalesce("begin_id", "end_id")).withColumn("from_start", facts.from_start())
+    data_start = lookup(facts.data_start, F.col("server"), "bigint")
+    read = lookup(facts.read, F.col("server"), "array<string>")
     # collections the END counts events of, of which the window holds no event at all
     absent = F.transform(F.filter(F.coalesce(F.col("collections"), F.array()), lambda c: (c["event_count"] > 0) & ~F.coalesce(
-        F.array_contains(F.col("read"), c["data_collection"]), F.lit(False))), lambda c: c["data_collection"])
-    nothing_read = F.col("read").isNull() & (F.coalesce(F.col("event_count"), F.lit(0)) > 0)
+        F.array_contains(read, c["data_collection"]), F.lit(False))), lambda c: c["data_collection"])
+    nothing_read = read.isNull() & (F.coalesce(F.col("event_count"), F.lit(0)) > 0)
     txns = txns.withColumn("absent", absent)
     status = (
         F.when(F.col("begin_offset").isNotNull() & F.col("end_offset").isNotNull()
-               & ((F.col("begin_ts") < F.coalesce("data_start", F.lit(0))) | (F.size("absent") > 0) | nothing_read),
+               & ((F.col("begin_ts") < F.coalesce(data_start, F.lit(0))) | (F.size("absent") > 0) | nothing_read),
                F.lit("unverifiable"))
         .when(F.col("begin_offset").isNotNull() & F.col("end_offset").isNotNull(), F.lit("complete"))
         .when(F.col("begin_offset").isNotNull() & F.col("next_begin").isNotNull(), F.lit("missing_end"))
@@ -154,10 +151,10 @@ def _per_transaction_data(data: DataFrame) -> DataFrame:
     )
 
 
-def transaction_check(events: DataFrame, partitions: DataFrame, cache: FrameCache = NO_CACHE) -> TransactionResult:
+def transaction_check(events: DataFrame, facts: WindowFacts, cache: FrameCache = NO_CACHE) -> TransactionResult:
     markers = _markers(events)
     data = _data(events)
-    txns = _per_transaction(markers, partitions, _data_start(events, partitions))
+    txns = _per_transaction(markers, facts)
     txns = txns.join(_per_transaction_data(data), ["server", "txn_key"], "left")
     txns = txns.withColumn("seen", F.coalesce("seen", F.lit(0)))
     complete = F.col("status") == "complete"
@@ -203,20 +200,21 @@ def transaction_check(events: DataFrame, partitions: DataFrame, cache: FrameCach
                      F.lit(" ("), F.col("breaks"), F.lit(" event(s) out of sequence)")),
             topic=F.col("brk.topic"), partition=F.col("brk.partition"), offset=F.col("brk.offset"),
             key=F.col("brk.key"), txn_id=F.col("brk.txn_id"), server=F.col("server"), table=F.col("brk.table"))),
-        _orphans(events, markers),
+        _orphans(events, markers, facts),
     ]
     return TransactionResult(findings=findings, transactions=txns)
 
 
-def _orphans(events: DataFrame, markers: DataFrame) -> DataFrame:
+def _orphans(events: DataFrame, markers: DataFrame, facts: WindowFacts) -> DataFrame:
     # per server: the span its transaction topic's records cover
-    span = events.where(F.col("kind") == "transaction").groupBy("server").agg(
-        F.min("record_ts_ms").alias("lo"), F.max("record_ts_ms").alias("hi"))
+    lo = lookup({k: v[0] for k, v in facts.txn_span.items()}, F.col("server"), "bigint")
+    hi = lookup({k: v[1] for k, v in facts.txn_span.items()}, F.col("server"), "bigint")
     ids = markers.select("server", "txn_key").distinct()
     candidates = events.where(
         (F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("txn_id").isNotNull()
-    ).join(ids, ["server", "txn_key"], "left_anti").join(F.broadcast(span), "server")
-    inside = candidates.where((F.col("record_ts_ms") >= F.col("lo")) & (F.col("record_ts_ms") <= F.col("hi")))
+        & (F.col("record_ts_ms") >= lo) & (F.col("record_ts_ms") <= hi)
+    )
+    inside = candidates.join(ids, ["server", "txn_key"], "left_anti")
     return inside.select(*finding(
         "orphan_event", F.concat(F.lit("transaction "), F.col("txn_id"), F.lit(" appears on no BEGIN/END")),
         topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"), key=F.col("key"),
@@ -224,20 +222,24 @@ def _orphans(events: DataFrame, markers: DataFrame) -> DataFrame:
     ))
 
 
-def transaction_summary(txns: DataFrame, findings_count: dict[str, int]) -> dict[str, Any]:
-    """Statuses and problems in total and per server (one job: per-server rows summed here)."""
-    rows = txns.groupBy("server").agg(F.count(F.lit(1)).alias("total"),
+def summary_frame(txns: DataFrame) -> DataFrame:
+    """Per server: transactions by status and problem, and the collections not read."""
+    return txns.groupBy("server").agg(F.count(F.lit(1)).alias("total"),
                                       *[F.sum((F.col("status") == s).cast("int")).alias(s) for s in STATUSES],
                                       *[F.sum(F.col(p).cast("int")).alias(p) for p in PROBLEMS],
                                       F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.when(
-                                          F.col("status") == "unverifiable", F.col("absent")))))).alias("absent")).collect()
-    by_server = {r["server"] or "": {k: int(r[k] or 0) for k in STATUSES + PROBLEMS}
+                                          F.col("status") == "unverifiable", F.col("absent")))))).alias("absent"))
+
+
+def transaction_summary(rows: list[dict[str, Any]], findings_count: dict[str, int]) -> dict[str, Any]:
+    """Statuses and problems in total and per server, from ``summary_frame``'s rows."""
+    by_server = {r["server"] or "": {k: int(r.get(k) or 0) for k in STATUSES + PROBLEMS}
                  for r in sorted(rows, key=lambda r: (r["server"] is not None, r["server"]))}
     out: dict[str, Any] = {"total": sum(int(r["total"]) for r in rows)}
-    out.update({k: sum(int(r[k] or 0) for r in rows) for k in STATUSES + PROBLEMS})
+    out.update({k: sum(int(r.get(k) or 0) for r in rows) for k in STATUSES + PROBLEMS})
     out["orphan_events"] = findings_count.get("orphan_event", 0)
     out["by_server"] = by_server
     # data collections whose counts could not be verified: named in END markers, no event read
     out["collections_not_read"] = [{"server": r["server"], "collection": c}
-                                   for r in sorted(rows, key=lambda r: r["server"] or "") for c in (r["absent"] or [])]
+                                   for r in sorted(rows, key=lambda r: r["server"] or "") for c in (r.get("absent") or [])]
     return out

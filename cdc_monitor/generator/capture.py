@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from cdc_monitor.generator.faults import RULE_CHECKS
+from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.generator.records import Traffic, serialize
 
 
@@ -28,7 +28,7 @@ def label_dicts(traffic: Traffic) -> list[dict[str, Any]]:
     out = []
     for lab in traffic.labels:
         key, _ = serialize(lab.rec, traffic.schemas)
-        out.append({"check": RULE_CHECKS[lab.rule], "rule": lab.rule, "topic": lab.rec.topic,
+        out.append({"check": CATALOGUE[lab.rule].check, "rule": lab.rule, "topic": lab.rec.topic,
                     "partition": lab.rec.partition, "offset": lab.rec.offset, "key": key, "txn_id": lab.txn_id})
     return sorted(out, key=lambda d: (d["check"], d["rule"], d["topic"], d["partition"], d["offset"]))
 

@@ -382,13 +382,3 @@ class FaultPlan:
         rec = self._update(txn_no, table, pk, partition=wrong)
         self.label("key_in_multiple_partitions", rec)
         return True
-
-RULE_CHECKS = {
-    "invalid_json": "decode",
-    **{r: "lag" for r in ("lag_spike", "negative_lag", "invalid_source_ts")},
-    **dict.fromkeys(TX_RULES, "transactions"),
-    **{r: "schema" for r in (*SCHEMA_ON_RULES, "op_missing", "invalid_op", "before_after_mismatch",
-                             "missing_source_field", "key_payload_mismatch")},
-    **{r: "ordering" for r in ("position_regression", "duplicate", "missing_create", "event_after_delete",
-                               "tombstone_without_delete", "key_in_multiple_partitions")},
-}

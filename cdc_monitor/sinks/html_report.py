@@ -7,7 +7,7 @@ from collections import defaultdict
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from cdc_monitor.checks.findings import RULES
+from cdc_monitor.checks.catalogue import RULES
 
 if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult

@@ -17,14 +17,16 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from cdc_monitor.errors import InputError
+from cdc_monitor.vocabulary import OPS
+from cdc_monitor.vocabulary import TX_STATUSES as WINDOW_TX_STATUSES
 
 if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult
 
 QUANTILES = (("0.5", "p50_ms"), ("0.95", "p95_ms"), ("0.99", "p99_ms"), ("1", "max_ms"))
-KNOWN_OPS = frozenset({"c", "u", "d", "r", "t", "m"})  # other op values are grouped: labels stay bounded
+KNOWN_OPS = frozenset(OPS)  # other op values are grouped: labels stay bounded
 # overdue: open longer than watch's grace period (quiet systems delay END legitimately)
-TX_STATUSES = ("complete", "open", "overdue", "unverifiable", "missing_end", "missing_begin")
+TX_STATUSES = (*WINDOW_TX_STATUSES[:2], "overdue", *WINDOW_TX_STATUSES[2:])  # watch adds overdue
 @dataclass
 class MetricsSnapshot:
     """The numbers one window produced, in label-ready form (built from a ScanResult or by watch)."""

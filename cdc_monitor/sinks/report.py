@@ -9,7 +9,7 @@ from typing import IO, TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from cdc_monitor.checks.findings import RULES
+from cdc_monitor.checks.catalogue import RULES
 
 if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult

@@ -26,27 +26,23 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_monitor.checks.cache import FrameCache
-from cdc_monitor.checks.decode import decode_rules
-from cdc_monitor.checks.findings import FINDING_COLUMNS, RULES, record_findings
-from cdc_monitor.checks.lag import change_events, lag_rules, lag_spike_findings, lag_table, with_lag
-from cdc_monitor.checks.ordering import ordering_findings
-from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules, topic_findings
-from cdc_monitor.checks.transactions import transaction_check
+from cdc_monitor.checks.catalogue import CATALOGUE
+from cdc_monitor.checks.findings import FINDING_COLUMNS
+from cdc_monitor.checks.lag import change_events, with_lag
+from cdc_monitor.checks.registry import run_checks
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records
 from cdc_monitor.decoding.events import txn_key
+from cdc_monitor.engine.facts import census_frame, facts_from_rows
 from cdc_monitor.sources.base import KAFKA_COLUMNS
 from cdc_monitor.watch.state import PartitionHistory, StateStore, WatchState, add
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-TXN_RULES = {"missing_end", "missing_begin", "count_mismatch", "collection_count_mismatch", "order_gap"}
 FINAL = ("complete", "missing_end", "missing_begin", "unverifiable")
 COORD = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
                       T.StructField("offset", T.LongType())])
-PARTS = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
-                      T.StructField("from_start", T.BooleanType()), T.StructField("min_ts_ms", T.LongType())])
 
 
 @dataclass
@@ -80,7 +76,7 @@ def _coords(spark: SparkSession, rows: list[list[Any]] | list[tuple[str, int, in
     return spark.createDataFrame([(str(r[0]), int(r[1]), int(r[2])) for r in rows], COORD)
 
 
-def _partitions(spark: SparkSession, state: WatchState, txn_regex: str, batch_id: int) -> DataFrame:
+def _partitions(state: WatchState, txn_regex: str, batch_id: int) -> list[dict[str, Any]]:
     """from_start per partition as the stream saw it: data partitions read from offset 0 whose key
     history was never evicted; transaction-topic partitions also once read in an earlier batch
     (every BEGIN since then has been seen, so an END without one is missing_begin)."""
@@ -92,8 +88,8 @@ def _partitions(spark: SparkSession, state: WatchState, txn_regex: str, batch_id
         from_start = h.first_offset == 0 and not h.evicted
         if re.search(txn_regex, topic):
             from_start = h.first_offset == 0 or h.first_batch < batch_id
-        rows.append((topic, int(part), from_start, h.first_ts))
-    return spark.createDataFrame(rows, PARTS)
+        rows.append({"topic": topic, "partition": int(part), "from_start": from_start, "min_ts_ms": h.first_ts})
+    return rows
 
 
 @dataclass
@@ -148,23 +144,22 @@ def process_batch(spark: SparkSession, new_records: DataFrame, batch_id: int, st
 def _check(spark: SparkSession, events: DataFrame, state: WatchState, settings: WatchSettings, batch_id: int,
            cache: FrameCache) -> tuple[BatchOutcome, _Verdicts]:
     cfg = settings.scan
-    partitions = cache.keep(_partitions(spark, state, cfg.transaction_topic_regex, batch_id))
+    facts = facts_from_rows(census_frame(events).collect(), _partitions(state, cfg.transaction_topic_regex, batch_id))
     fresh = events.where("is_new")
     tail = F.broadcast(_coords(spark, state.lag_tail).withColumn("tail", F.lit(True)))
     lag_scope = events.join(tail, ["topic", "partition", "offset"], "left").where(F.col("is_new") | F.col("tail").isNotNull())
-    tx = transaction_check(events, partitions, cache)
+    # the scan's runner, its findings filtered by scope: per-record rules ran on the new records
+    # only; per-key and per-table findings count where they land on a new record; per-transaction
+    # ones once the transaction is final (orphans once judged, or when their wait ends)
+    checked = run_checks(events, facts, cfg, cache, fresh=fresh, lag_scope=lag_scope)
     awaiting = F.broadcast(_coords(spark, state.awaiting).withColumn("awaited", F.lit(True)))
-    per_record = [record_findings(fresh, [*decode_rules(), *lag_rules(), *envelope_rules()]),
-                  topic_findings(fresh), *embedded_schema_findings(fresh)]
-    in_context = [lag_spike_findings(lag_scope, cfg.lag_threshold_ms, cfg.table_lag_threshold_ms),
-                  *ordering_findings(events, partitions, cache)]
     is_new = events.select("topic", "partition", "offset", "is_new")
-    judged = [f.select(*FINDING_COLUMNS) for f in per_record]
+    judged = [f.select(*FINDING_COLUMNS) for f in checked.by_scope["record"]]
     judged += [f.select(*FINDING_COLUMNS).join(is_new, ["topic", "partition", "offset"]).where("is_new")
-               .select(*FINDING_COLUMNS) for f in in_context]
-    final_ids = tx.transactions.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
+               .select(*FINDING_COLUMNS) for f in (*checked.by_scope["key"], *checked.by_scope["table"])]
+    final_ids = checked.transactions.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
     known_final = _final_ids(spark, state)
-    for f in tx.findings:
+    for f in checked.by_scope["transaction"]:
         f = f.select(*FINDING_COLUMNS).withColumn("txn_key", txn_key(F.col("txn_id")))
         judged.append(f.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi")
                       .select(*FINDING_COLUMNS))
@@ -182,14 +177,14 @@ def _check(spark: SparkSession, events: DataFrame, state: WatchState, settings: 
     open_txns: list[tuple[str, str]] = []
     final_txns: list[tuple[str, str]] = []
     finalized: dict[str, dict[str, int]] = {}
-    for r in tx.transactions.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status").collect():
+    for r in checked.transactions.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status").collect():
         if r["status"] == "open":
             open_txns.append((r["server"], r["txn_key"]))
         else:
             final_txns.append((r["server"], r["txn_key"]))
             per = finalized.setdefault(r["server"] or "", {})
             per[r["status"]] = per.get(r["status"], 0) + 1
-    lag = [r.asDict() for r in lag_table(fresh).collect()]
+    lag = [r.asDict() for r in checked.lag.collect()]
     by_op = [r.asDict() for r in fresh.where((F.col("kind") == "data") & F.col("decode_error").isNull())
              .groupBy("server", "table", "op").count().collect()]
     counts = fresh.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("decode_error").isNotNull().cast("int")).alias("bad")).first()
@@ -202,7 +197,7 @@ def _check(spark: SparkSession, events: DataFrame, state: WatchState, settings: 
             add(totals["transactions"], (server, status), n)
     for r in grouped:
         add(totals["findings"], (r["server"], r["table"], r["check"], r["rule"], r["severity"]), r["count"])
-    assert all(r["rule"] in RULES for r in grouped)
+    assert all(r["rule"] in CATALOGUE for r in grouped)
     outcome = BatchOutcome(batch_id, int(counts["n"] or 0), int(counts["bad"] or 0), lag, by_op, finalized, grouped)
     return outcome, _Verdicts(open_txns, final_txns, orphans_judged)
 

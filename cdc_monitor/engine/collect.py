@@ -1,0 +1,58 @@
+"""Everything a window reports that Spark computes, brought to the driver in one job: the
+findings (complete counts per check, rule, severity, server and table; the first ``limit`` in
+report order), the lag table and the transaction summary. Each part is a differently shaped
+frame, so each row travels as (part, JSON text) through one union and one collect."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from cdc_monitor.checks.findings import FINDING_COLUMNS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+GROUP = ["check", "rule", "severity", "server", "table"]
+ORDER = ["check", "rule", "topic", "partition", "offset", "txn_id"]
+
+
+@dataclass
+class Collected:
+    findings: list[dict[str, Any]]  # the first ``limit`` in ORDER
+    counts: list[dict[str, Any]]  # per GROUP, with ``count``, in GROUP order
+    parts: dict[str, list[dict[str, Any]]]  # part name -> its rows (all columns, nulls included)
+
+
+def _nulls_first(row: dict[str, Any], keys: list[str]) -> tuple:
+    return tuple((row.get(k) is not None, row.get(k)) for k in keys)
+
+
+def collect_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame]) -> Collected:
+    """One Spark job. Findings are ranked per GROUP (a window, bounded per group) so no group
+    sends more than ``limit`` findings; the driver merges the groups in report order."""
+    ranked = findings.select(*FINDING_COLUMNS).withColumn("rn", F.row_number().over(
+        Window.partitionBy(*GROUP).orderBy(*ORDER[2:])))
+    groups = ranked.groupBy(*GROUP).agg(
+        F.count(F.lit(1)).alias("count"),
+        F.collect_list(F.when(F.col("rn") <= limit, F.struct(*FINDING_COLUMNS))).alias("first"))
+    tagged = groups.select(F.lit("findings").alias("part"), F.to_json(F.struct(*groups.columns)).alias("row"))
+    for name, frame in parts.items():
+        tagged = tagged.unionByName(frame.select(F.lit(name).alias("part"), F.to_json(F.struct(*frame.columns)).alias("row")))
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in parts}
+    counts: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    for r in tagged.collect():
+        d = json.loads(r["row"])
+        if r["part"] == "findings":
+            counts.append({k: d.get(k) for k in [*GROUP, "count"]})
+            rows += [{k: f.get(k) for k in FINDING_COLUMNS} for f in d.get("first") or []]
+        else:
+            out[r["part"]].append({k: d.get(k) for k in parts[r["part"]].columns})
+    counts.sort(key=lambda c: _nulls_first(c, GROUP))
+    rows.sort(key=lambda f: _nulls_first(f, ORDER))
+    return Collected(findings=rows[:limit], counts=counts, parts=out)

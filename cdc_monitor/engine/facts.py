@@ -1,0 +1,125 @@
+"""What a window holds, from one aggregate: the census behind the summary, events per table and
+schema versions, the partitions read (what a window can prove), and the per-server facts the
+transaction and ordering checks need. Checks receive these as literals: no extra job, join or
+broadcast per fact (each was a Spark job or a shuffle before)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from cdc_monitor.decoding.events import non_envelope
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, Row
+
+GRAIN = ["topic", "partition", "kind", "bad", "server", "table", "op", "enveloped"]
+
+
+@dataclass
+class WindowFacts:
+    rows: list[Row]  # the census: one row per GRAIN
+    partitions: list[dict[str, Any]]  # per (topic, partition), in that order
+    data_start: dict[str, int] = field(default_factory=dict)  # server -> when every later-started data partition has records
+    txn_span: dict[str, tuple[int, int]] = field(default_factory=dict)  # server -> record times its transaction topic covers
+    read: dict[str, list[str]] = field(default_factory=dict)  # server -> data collections with decoded change events
+
+    @property
+    def window(self) -> dict[str, Any]:
+        starts = [p["min_ts_ms"] for p in self.partitions if p["min_ts_ms"] is not None]
+        ends = [p["max_ts_ms"] for p in self.partitions if p["max_ts_ms"] is not None]
+        return {"start_ms": min(starts, default=None), "end_ms": max(ends, default=None),
+                "partitions": [{k: p[k] for k in ("topic", "partition", "first_offset", "last_offset", "records",
+                                                  "from_start")} for p in self.partitions]}
+
+    def from_start(self) -> Column:
+        """Per record: was its partition read from offset 0 without gaps (false when unknown)."""
+        starts = {f"{p['topic']}|{p['partition']}": p["from_start"] for p in self.partitions}
+        return lookup(starts, F.concat_ws("|", F.col("topic"), F.col("partition").cast("string")), "boolean", F.lit(False))
+
+
+def lookup(mapping: dict[str, Any], key: Column, typ: str, default: Column | None = None) -> Column:
+    """``mapping[key]`` as a literal map of values of type ``typ`` (null, or ``default``, when absent)."""
+    if not mapping:
+        return default if default is not None else F.lit(None).cast(typ)
+    literal = F.create_map(*[x for k, v in mapping.items() for x in (F.lit(k), F.lit(v).cast(typ))])
+    value = F.element_at(literal, key)
+    return F.coalesce(value, default) if default is not None else value
+
+
+def census_frame(events: DataFrame) -> DataFrame:
+    enveloped = (F.col("kind") == "data") & F.col("decode_error").isNull() & ~non_envelope()
+    return events.groupBy(
+        "topic", "partition", "kind", F.col("decode_error").isNotNull().alias("bad"), "server", "table", "op",
+        enveloped.alias("enveloped"),
+    ).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.min("offset").alias("first_offset"),
+        F.max("offset").alias("last_offset"),
+        # an offset read twice is the same record, so it falls in one group: distinct offsets add up
+        F.countDistinct("offset").alias("distinct_offsets"),
+        F.min("record_ts_ms").alias("min_ts_ms"),
+        F.max("record_ts_ms").alias("max_ts_ms"),
+        F.collect_set("value_schema_hash").alias("value_hashes"),
+        F.collect_set("key_schema_hash").alias("key_hashes"),
+    )
+
+
+def window_facts(events: DataFrame) -> WindowFacts:
+    """One Spark job."""
+    return facts_from_rows(census_frame(events).collect())
+
+
+def _min(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _max(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def facts_from_rows(rows: list[Row], partitions: list[dict[str, Any]] | None = None) -> WindowFacts:
+    """``partitions``: what each partition can prove as the caller knows it (watch: as the stream
+    saw it across batches: ``topic``, ``partition``, ``from_start``, ``min_ts_ms``), instead of
+    as this window's records show it."""
+    facts = WindowFacts(rows=rows, partitions=partitions if partitions is not None else _partitions(rows))
+    data_topics: dict[str, set[str]] = {}
+    for r in rows:
+        if r["kind"] == "data":
+            data_topics.setdefault(r["topic"], set()).add(r["server"])
+        if r["kind"] == "transaction" and r["server"] is not None:
+            lo, hi = facts.txn_span.get(r["server"], (None, None))
+            facts.txn_span[r["server"]] = (_min(lo, r["min_ts_ms"]), _max(hi, r["max_ts_ms"]))  # type: ignore[assignment]
+        if r["enveloped"] and r["table"] is not None and r["server"] is not None:
+            read = facts.read.setdefault(r["server"], [])
+            if r["table"] not in read:
+                read.append(r["table"])
+    for p in facts.partitions:
+        if p["from_start"] or p["min_ts_ms"] is None:
+            continue
+        for server in data_topics.get(p["topic"], ()):
+            if server is not None:
+                facts.data_start[server] = _max(facts.data_start.get(server), p["min_ts_ms"])  # type: ignore[assignment]
+    for tables in facts.read.values():
+        tables.sort()
+    return facts
+
+
+def _partitions(rows: list[Row]) -> list[dict[str, Any]]:
+    parts: dict[tuple[str, int], dict[str, Any]] = {}
+    for r in rows:
+        p = parts.setdefault((r["topic"], r["partition"]), {
+            "topic": r["topic"], "partition": r["partition"], "first_offset": None, "last_offset": None,
+            "records": 0, "distinct": 0, "min_ts_ms": None, "max_ts_ms": None})
+        p["first_offset"] = _min(p["first_offset"], r["first_offset"])
+        p["last_offset"] = _max(p["last_offset"], r["last_offset"])
+        p["records"] += r["n"]
+        p["distinct"] += r["distinct_offsets"]
+        p["min_ts_ms"] = _min(p["min_ts_ms"], r["min_ts_ms"])
+        p["max_ts_ms"] = _max(p["max_ts_ms"], r["max_ts_ms"])
+    for p in parts.values():
+        p["from_start"] = p["first_offset"] == 0 and p["last_offset"] - p["first_offset"] + 1 == p.pop("distinct")
+    return [parts[k] for k in sorted(parts)]
