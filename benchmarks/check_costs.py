@@ -9,13 +9,13 @@ import time
 
 
 def main(paths: list[str]) -> dict[str, float]:
-    from cdc_monitor.checks.cache import FrameCache
     from cdc_monitor.checks.lag import lag_findings, lag_table
     from cdc_monitor.checks.ordering import ordering_findings
     from cdc_monitor.checks.schema import embedded_schema_findings, envelope_findings
     from cdc_monitor.checks.transactions import transaction_check
     from cdc_monitor.config import ScanConfig
     from cdc_monitor.decoding import DecodeOptions, decode_records
+    from cdc_monitor.engine.cache import FrameCache
     from cdc_monitor.engine.facts import window_facts
     from cdc_monitor.sources.capture import read_capture
     from cdc_monitor.spark import get_spark

@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdc_monitor import __version__
-from cdc_monitor.checks.cache import FrameCache
 from cdc_monitor.checks.catalogue import CATALOGUE
-from cdc_monitor.checks.census import events_by_table, schema_versions, summary_counts
 from cdc_monitor.checks.decode import capture_line_findings
 from cdc_monitor.checks.findings import FINDING_COLUMNS
 from cdc_monitor.checks.transactions import summary_frame, transaction_summary
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records, without_texts
+from cdc_monitor.engine.cache import FrameCache
+from cdc_monitor.engine.census import events_by_table, schema_versions, summary_counts
 from cdc_monitor.engine.collect import collect_all
 from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.vocabulary import CHECKS, SEVERITY_RANK

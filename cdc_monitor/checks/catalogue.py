@@ -13,6 +13,3 @@ CATALOGUE: dict[str, Rule] = {r.name: r for m in (decode, lag, transactions, sch
 RULES: dict[str, tuple[str, str, str]] = {r.name: (r.check, r.severity, r.meaning) for r in CATALOGUE.values()}
 ONCE_PER_TOPIC = schema.ONCE_PER_TOPIC
 
-
-def rules_of(scope: str) -> frozenset[str]:
-    return frozenset(r.name for r in CATALOGUE.values() if r.scope == scope)

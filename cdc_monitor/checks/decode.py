@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import RecordRule, finding, record_findings
+from cdc_monitor.checks.findings import RecordRule, finding
 from cdc_monitor.decoding.events import SNIPPET
 from cdc_monitor.vocabulary import Rule
 
@@ -30,10 +30,6 @@ def decode_rules() -> list[RecordRule]:
         ), located=False)
         for rule in ("invalid_json", "invalid_envelope")
     ]
-
-
-def decode_findings(events: DataFrame) -> DataFrame:
-    return record_findings(events, decode_rules())
 
 
 def capture_line_findings(rejects: DataFrame) -> DataFrame:

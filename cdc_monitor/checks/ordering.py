@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.cache import NO_CACHE, FrameCache
 from cdc_monitor.checks.findings import finding
+from cdc_monitor.engine.cache import NO_CACHE, FrameCache
 from cdc_monitor.vocabulary import Rule
 
 if TYPE_CHECKING:

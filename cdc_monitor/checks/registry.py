@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from cdc_monitor.checks.cache import NO_CACHE, FrameCache
 from cdc_monitor.checks.decode import decode_rules
 from cdc_monitor.checks.findings import record_findings
 from cdc_monitor.checks.lag import lag_rules, lag_spike_findings, lag_table
 from cdc_monitor.checks.ordering import ordering_findings
 from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules, topic_findings
 from cdc_monitor.checks.transactions import transaction_check
+from cdc_monitor.engine.cache import NO_CACHE, FrameCache
 from cdc_monitor.vocabulary import SCOPES
 
 if TYPE_CHECKING:

@@ -25,7 +25,6 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cdc_monitor.checks.cache import FrameCache
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.checks.findings import FINDING_COLUMNS
 from cdc_monitor.checks.lag import change_events, with_lag
@@ -33,6 +32,7 @@ from cdc_monitor.checks.registry import run_checks
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records
 from cdc_monitor.decoding.events import txn_key
+from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.facts import census_frame, facts_from_rows
 from cdc_monitor.sources.base import KAFKA_COLUMNS
 from cdc_monitor.watch.state import PartitionHistory, StateStore, WatchState, add
