@@ -28,30 +28,14 @@ from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import events_by_table, schema_versions, summary_counts
 from cdc_monitor.engine.collect import collect_all
 from cdc_monitor.engine.facts import window_facts
+from cdc_monitor.engine.jobs import JobCounter
 from cdc_monitor.vocabulary import CHECKS, SEVERITY_RANK
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
     from cdc_monitor.sources import SourceResult
 
-
-
-class JobCounter:
-    """Counts the Spark jobs a scan runs (a structural cost, whatever the machine): the scan's jobs
-    run in a job group of their own, whose job ids the status tracker lists at the end."""
-
-    def __init__(self, spark: SparkSession):
-        import uuid
-
-        self.sc = spark.sparkContext
-        self.group = f"cdc-monitor-scan-{uuid.uuid4().hex[:12]}"
-        self.sc.setJobGroup(self.group, "cdc-monitor scan", interruptOnCancel=False)
-
-    def stop(self) -> int:
-        n = len(self.sc.statusTracker().getJobIdsForGroup(self.group))
-        self.sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-        return n
 
 
 @dataclass
