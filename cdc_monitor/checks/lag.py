@@ -33,16 +33,12 @@ GROUP = ["server", "topic", "table"]
 
 
 def decoded_data(events: DataFrame) -> DataFrame:
-    return events.where((F.col("kind") == "data") & F.col("decode_error").isNull())
-
-
-def is_snapshot() -> Column:
-    return (F.col("op") == "r") | F.col("snapshot")
+    return events.where("data_event")
 
 
 def change_events(events: DataFrame) -> DataFrame:
     """Decoded c/u/d events that are not part of a snapshot."""
-    return decoded_data(events).where(F.col("op").isin("c", "u", "d") & ~is_snapshot())
+    return events.where("change_event")
 
 
 def _valid_source_ts() -> Column:
@@ -63,10 +59,10 @@ def _pct(col: str, p: float) -> Column:
 def lag_table(events: DataFrame) -> DataFrame:
     """One row per (server, topic, table) with change or snapshot events: exact nearest-rank
     percentiles and counts, in one aggregate (snapshot events counted beside the lags)."""
-    change = F.col("op").isin("c", "u", "d") & ~F.coalesce(is_snapshot(), F.lit(False))
+    change = F.col("change_event")
     valid = _valid_source_ts()
     lagged = decoded_data(events).select(
-        *GROUP, change.alias("change"), F.coalesce(is_snapshot(), F.lit(False)).alias("snap"),
+        *GROUP, change.alias("change"), F.col("snapshot_event").alias("snap"),
         F.when(change, valid).alias("source_ts_valid"),
         F.when(change & valid & F.col("ts_ms").isNotNull(), F.col("ts_ms") - F.col("source_ts_ms")).alias("lag_ms"),
         F.when(change & valid, F.col("record_ts_ms") - F.col("source_ts_ms")).alias("record_lag_ms"),
@@ -96,8 +92,7 @@ def _threshold(thresholds: Mapping[str, int], default_ms: int) -> Column:
 
 def lag_rules() -> list[RecordRule]:
     """Per-record lag rules, over change events (with_lag's columns computed inline)."""
-    is_change = ((F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("op").isin("c", "u", "d")
-                 & ~F.coalesce(is_snapshot(), F.lit(False)))
+    is_change = F.col("change_event")
     valid = _valid_source_ts()
     lag = F.col("ts_ms") - F.col("source_ts_ms")
     return [

@@ -58,7 +58,7 @@ LOC_COLUMNS = ("topic", "partition", "offset", "key", "txn_id", "server", "table
 
 
 def _data(events: DataFrame) -> DataFrame:
-    return events.where((F.col("kind") == "data") & F.col("decode_error").isNull())
+    return events.where("data_event")
 
 
 def _allowed_ops() -> Column:
@@ -127,7 +127,7 @@ def _key_mismatch() -> Column:
 
 
 def envelope_rules() -> list[RecordRule]:
-    is_data = (F.col("kind") == "data") & F.col("decode_error").isNull() & ~non_envelope()
+    is_data = F.col("envelope")
     op = F.col("op")
     ba = _before_after_problem()
     missing = _missing_source()

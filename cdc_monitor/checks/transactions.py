@@ -69,7 +69,7 @@ def _data(events: DataFrame) -> DataFrame:
     """Data events that name a transaction, exact re-deliveries dropped, partitioned by (server,
     txn_key) once: every window and aggregate on the data side keys on a superset of that."""
     return (
-        events.where((F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("txn_id").isNotNull())
+        events.where(F.col("data_event") & F.col("txn_id").isNotNull())
         .repartition("server", "txn_key")
         .withColumn("rn", F.row_number().over(
             Window.partitionBy("server", "txn_key", "topic", "key_payload", "value_hash").orderBy("partition", "offset")))
@@ -211,7 +211,7 @@ def _orphans(events: DataFrame, markers: DataFrame, facts: WindowFacts) -> DataF
     hi = lookup({k: v[1] for k, v in facts.txn_span.items()}, F.col("server"), "bigint")
     ids = markers.select("server", "txn_key").distinct()
     candidates = events.where(
-        (F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("txn_id").isNotNull()
+        F.col("data_event") & F.col("txn_id").isNotNull()
         & (F.col("record_ts_ms") >= lo) & (F.col("record_ts_ms") <= hi)
     )
     inside = candidates.join(ids, ["server", "txn_key"], "left_anti")

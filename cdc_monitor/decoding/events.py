@@ -22,6 +22,10 @@ One ``from_json`` per value and per key; everything else is column expressions. 
 | pk_change | the record carries ``__debezium.oldkey``/``newkey`` headers |
 | value_hash | xxhash64 of the value text (duplicate detection without carrying the text) |
 | value_schema_hash, key_schema_hash | xxhash64 of the embedded schemas (null without one) |
+| data_event | a decoded record of a data topic with a value (what the checks call a data event) |
+| change_event | a data event with op c/u/d that is not part of a snapshot (what lag is measured over) |
+| snapshot_event | a data event of a snapshot (op r, or source.snapshot true/last/incremental/...) |
+| envelope | a data event that is a Debezium envelope (not a flattened row or wrapper object) |
 
 ``without_texts`` drops the raw texts (value_text, value_schema, key_schema): they are most of a
 row's bytes and only the embedded-schema check reads them.
@@ -45,6 +49,7 @@ if TYPE_CHECKING:
 EVENT_KINDS = ("data", "tombstone", "transaction", "schema_change", "heartbeat")
 SNAPSHOT_VALUES = ("true", "last", "first", "incremental", "first_in_data_collection", "last_in_data_collection")
 SNIPPET = 80
+CHANGE_OPS = ("c", "u", "d")
 TEXT_COLUMNS = ("value_text", "value_schema", "key_schema")
 TS_MIN_MS = 946_684_800_000  # 2000-01-01
 TS_MAX_MS = 4_102_444_800_000  # 2100-01-01
@@ -228,7 +233,15 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         F.when(F.col("value_schema").isNotNull(), F.xxhash64("value_schema")).alias("value_schema_hash"),
         F.when(F.col("key_schema").isNotNull(), F.xxhash64("key_schema")).alias("key_schema_hash"),
     )
-    return events
+    # the derived flags every check reads, defined here once
+    data_event = (F.col("kind") == "data") & F.col("decode_error").isNull()
+    snapshot_event = F.coalesce((F.col("op") == "r") | F.col("snapshot"), F.lit(False))
+    return events.withColumns({
+        "data_event": data_event,
+        "change_event": data_event & F.coalesce(F.col("op").isin(*CHANGE_OPS), F.lit(False)) & ~snapshot_event,
+        "snapshot_event": data_event & snapshot_event,
+        "envelope": data_event & ~non_envelope(),
+    })
 
 
 def non_envelope() -> Column:

@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdc_monitor.decoding.events import non_envelope
-
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row
 
@@ -51,7 +49,7 @@ def lookup(mapping: dict[str, Any], key: Column, typ: str, default: Column | Non
 
 
 def census_frame(events: DataFrame) -> DataFrame:
-    enveloped = (F.col("kind") == "data") & F.col("decode_error").isNull() & ~non_envelope()
+    enveloped = F.col("envelope")
     return events.groupBy(
         "topic", "partition", "kind", F.col("decode_error").isNotNull().alias("bad"), "server", "table", "op",
         enveloped.alias("enveloped"),

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.lag import decoded_data, is_snapshot, with_lag
+from cdc_monitor.checks.lag import decoded_data, with_lag
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -24,10 +24,10 @@ LAG_COLUMNS = ["server", "topic", "table", "count", "p50_ms", "p95_ms", "p99_ms"
 def events_frame(events: DataFrame) -> DataFrame:
     """One row per decoded data event; lag only where it is defined (non-snapshot c/u/d)."""
     lagged = with_lag(decoded_data(events))
-    change = F.col("op").isin("c", "u", "d") & ~F.coalesce(is_snapshot(), F.lit(False))
+    change = F.col("change_event")
     return lagged.select(
         "server", "table", "topic", "partition", "offset", "op",
-        F.coalesce(is_snapshot(), F.lit(False)).alias("snapshot"), "ts_ms", "source_ts_ms", "source_ts_valid",
+        F.col("snapshot_event").alias("snapshot"), "ts_ms", "source_ts_ms", "source_ts_valid",
         F.when(change, F.col("lag_ms")).alias("lag_ms"), F.when(change, F.col("record_lag_ms")).alias("record_lag_ms"),
     )
 

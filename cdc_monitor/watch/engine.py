@@ -185,7 +185,7 @@ def _check(spark: SparkSession, events: DataFrame, state: WatchState, settings: 
             per = finalized.setdefault(r["server"] or "", {})
             per[r["status"]] = per.get(r["status"], 0) + 1
     lag = [r.asDict() for r in checked.lag.collect()]
-    by_op = [r.asDict() for r in fresh.where((F.col("kind") == "data") & F.col("decode_error").isNull())
+    by_op = [r.asDict() for r in fresh.where("data_event")
              .groupBy("server", "table", "op").count().collect()]
     counts = fresh.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("decode_error").isNotNull().cast("int")).alias("bad")).first()
     totals = state.totals
@@ -223,7 +223,7 @@ def _next_state(spark: SparkSession, raw: DataFrame, events: DataFrame, state: W
     open_data = events.where(F.col("kind") == "data").join(open_ids, ["server", "txn_key"], "left_semi")
     # orphan candidates: data events naming a transaction on no marker of this window, not judged yet
     markers = events.where(F.col("kind") == "transaction").select("server", F.col("marker_key").alias("txn_key")).distinct()
-    candidates = events.where((F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("txn_id").isNotNull()) \
+    candidates = events.where(F.col("data_event") & F.col("txn_id").isNotNull()) \
         .join(markers, ["server", "txn_key"], "left_anti").join(_final_ids(spark, state), ["server", "txn_key"], "left_anti")
     waited = {(a[0], int(a[1]), int(a[2])): float(a[3]) for a in state.awaiting}
     judged = verdicts.orphans_judged
