@@ -25,7 +25,7 @@ from cdc_monitor.checks.transactions import summary_frame, transaction_summary
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records, without_texts
 from cdc_monitor.engine.cache import FrameCache
-from cdc_monitor.engine.census import events_by_table, schema_versions, summary_counts
+from cdc_monitor.engine.census import events_by_table, nulls_first, schema_versions, summary_counts
 from cdc_monitor.engine.collect import collect_all
 from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.engine.jobs import JobCounter
@@ -130,7 +130,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     checked = run_checks(events, facts, cfg, cache, texts=decoded)
     lap("checks_plan_and_aggregates")
     finding_frames[:0] = checked.findings
-    findings = finding_frames[0].select(*FINDING_COLUMNS)
+    findings = finding_frames[0]
     for frame in finding_frames[1:]:
         findings = findings.unionByName(frame.select(*FINDING_COLUMNS))
     parts = {"lag": checked.lag}
@@ -148,7 +148,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     by_rule = {rule: n for per in counts.values() for rule, n in per.items()}
     transactions = (transaction_summary(collected.parts["transactions"], by_rule)
                     if checked.transactions is not None else {})
-    lag = sorted(collected.parts["lag"], key=lambda r: tuple((r[k] is not None, r[k]) for k in ("server", "topic", "table")))
+    lag = sorted(collected.parts["lag"], key=lambda r: nulls_first(r["server"], r["topic"], r["table"]))
     result = ScanResult(
         window=window,
         summary=summary,

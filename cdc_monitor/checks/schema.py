@@ -9,13 +9,15 @@ Per record and rule there is at most one finding, listing the offending paths.
 from __future__ import annotations
 
 import re
+from functools import reduce
+from operator import or_
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.connect_schema import FieldCheck, compile_schema, invalid_avro_names, parse_schema
-from cdc_monitor.checks.findings import RecordRule, dynamic_finding, record_findings
+from cdc_monitor.checks.findings import MAX_OFFSETS, RecordRule, dynamic_finding, record_findings
 from cdc_monitor.checks.variant_shape import ShapeSyntaxError, field_problems, parse_shape
 from cdc_monitor.decoding.events import non_envelope
 from cdc_monitor.vocabulary import ALLOWED_OPS, GENERIC_OPS, MESSAGE_OP_FLAVOURS, UNKNOWN_FLAVOUR, Rule
@@ -72,13 +74,13 @@ def _allowed_ops() -> Column:
 def _op_problem() -> Column:
     """Why the op is invalid, or null: not an op the connector emits; ``m`` only on a
     logical-decoding message (a ``message`` block, no row image)."""
-    op = F.col("op")
+    op, allowed = F.col("op"), _allowed_ops()
     message_ok = (F.col("flavour").isin(*MESSAGE_OP_FLAVOURS) & F.col("has_message")
                   & F.col("before").isNull() & F.col("after").isNull())
     return (
         F.when(op == "m", F.when(~message_ok, F.lit(" is a logical-decoding message op on a row change")))
-        .when(~F.array_contains(_allowed_ops(), op), F.concat(
-            F.lit(" is not one of "), F.array_join(_allowed_ops(), ","), F.lit(" ("),
+        .when(~F.array_contains(allowed, op), F.concat(
+            F.lit(" is not one of "), F.array_join(allowed, ","), F.lit(" ("),
             F.coalesce(F.col("flavour"), F.lit(UNKNOWN_FLAVOUR)), F.lit(")")))
     )
 
@@ -155,34 +157,26 @@ def topic_findings(events: DataFrame) -> DataFrame:
     """Once per topic, not per record: values that are not Debezium envelopes (thousands of
     identical per-record errors otherwise) and connectors without known rules. One aggregate;
     the finding sits at the topic's first such record and lists the first offsets."""
-    data = _data(events)
-    flat, unknown = non_envelope(), F.col("flavour") == UNKNOWN_FLAVOUR
+    connectors = F.to_json(F.array_sort(F.collect_set(F.when(F.col("flavour") == UNKNOWN_FLAVOUR,
+                                                                F.col("source")["connector"]))))
+    per_rule = {  # rule -> (which records, message before their count, message after it)
+        "non_envelope_values": (non_envelope(), F.lit(""), F.lit(
+            " value(s) are not Debezium change events (no op, source, before or after: flattened rows such as "
+            "ExtractNewRecordState's, or wrapper objects); the checks need Debezium's envelope")),
+        "unknown_connector": (F.col("flavour") == UNKNOWN_FLAVOUR,
+                              F.concat(F.lit("source.connector "), connectors, F.lit(" has no connector-specific rules: ")),
+                              F.lit(" event(s) judged by the generic rules only")),
+    }
     pos = F.struct("partition", "offset")
-    per_topic = data.where(flat | unknown).groupBy("topic").agg(
-        F.sum(flat.cast("int")).alias("flat_n"),
-        F.min(F.when(flat, pos)).alias("flat_at"),
-        F.slice(F.sort_array(F.collect_list(F.when(flat, pos))), 1, 20).alias("flat_offsets"),
-        F.sum(unknown.cast("int")).alias("unknown_n"),
-        F.min(F.when(unknown, pos)).alias("unknown_at"),
-        F.slice(F.sort_array(F.collect_list(F.when(unknown, pos))), 1, 20).alias("unknown_offsets"),
-        F.array_sort(F.collect_set(F.when(unknown, F.col("source")["connector"]))).alias("connectors"),
+    per_topic = _data(events).where(reduce(or_, [when for when, _, _ in per_rule.values()])).groupBy("topic").agg(
         F.first("server").alias("server"),
+        F.array(*[F.when(F.sum(when.cast("int")) > 0, F.struct(
+            F.lit(rule).alias("rule"), F.min(F.when(when, pos)).alias("at"),
+            F.slice(F.sort_array(F.collect_list(F.when(when, pos))), 1, MAX_OFFSETS)["offset"].alias("offsets"),
+            F.concat(before, F.sum(when.cast("int")).cast("string"), after).alias("message")))
+            for rule, (when, before, after) in per_rule.items()]).alias("found"),
     )
-    rows = F.array(
-        F.when(F.col("flat_n") > 0, F.struct(
-            F.lit("non_envelope_values").alias("rule"), F.col("flat_at").alias("at"),
-            F.col("flat_offsets.offset").alias("offsets"),
-            F.concat(F.col("flat_n").cast("string"), F.lit(" value(s) are not Debezium change events (no op, source, "
-                     "before or after: flattened rows such as ExtractNewRecordState's, or wrapper objects); the checks "
-                     "need Debezium's envelope")).alias("message"))),
-        F.when(F.col("unknown_n") > 0, F.struct(
-            F.lit("unknown_connector").alias("rule"), F.col("unknown_at").alias("at"),
-            F.col("unknown_offsets.offset").alias("offsets"),
-            F.concat(F.lit("source.connector "), F.to_json("connectors"), F.lit(" has no connector-specific rules: "),
-                     F.col("unknown_n").cast("string"), F.lit(" event(s) judged by the generic rules only"))
-            .alias("message"))),
-    )
-    return per_topic.select("topic", "server", F.explode(rows).alias("f")).where(F.col("f").isNotNull()).select(
+    return per_topic.select("topic", "server", F.explode("found").alias("f")).where(F.col("f").isNotNull()).select(
         *dynamic_finding(F.col("f.rule"), F.col("f.message"), topic=F.col("topic"), partition=F.col("f.at.partition"),
                          offset=F.col("f.at.offset"), offsets=F.col("f.offsets"), server=F.col("server")))
 

@@ -17,7 +17,8 @@ def _decoded_data(rows: Iterable[Row]) -> list[Row]:
     return [r for r in rows if r["kind"] == "data" and not r["bad"]]
 
 
-def _nulls_first(*values: Any) -> tuple:
+def nulls_first(*values: Any) -> tuple:
+    """A sort key that orders None first, as Spark sorts ascending."""
     return tuple((v is not None, v) for v in values)
 
 
@@ -37,7 +38,7 @@ def events_by_table(rows: list[Row]) -> list[dict[str, Any]]:
         k = (r["server"], r["table"], r["op"])
         counts[k] = counts.get(k, 0) + r["n"]
     return [{"server": s, "table": t, "op": o, "count": n}
-            for (s, t, o), n in sorted(counts.items(), key=lambda kv: _nulls_first(*kv[0]))]
+            for (s, t, o), n in sorted(counts.items(), key=lambda kv: nulls_first(*kv[0]))]
 
 
 def schema_versions(rows: list[Row]) -> list[dict[str, Any]]:
@@ -48,4 +49,4 @@ def schema_versions(rows: list[Row]) -> list[dict[str, Any]]:
         v.update(r["value_hashes"])
         k.update(r["key_hashes"])
     return [{"topic": t, "value_schemas": len(v), "key_schemas": len(k)}
-            for t, (v, k) in sorted(by_topic.items(), key=lambda kv: _nulls_first(kv[0]))]
+            for t, (v, k) in sorted(by_topic.items(), key=lambda kv: nulls_first(kv[0]))]

@@ -13,6 +13,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import FINDING_COLUMNS
+from cdc_monitor.engine.census import nulls_first
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -26,10 +27,6 @@ class Collected:
     findings: list[dict[str, Any]]  # the first ``limit`` in ORDER
     counts: list[dict[str, Any]]  # per GROUP, with ``count``, in GROUP order
     parts: dict[str, list[dict[str, Any]]]  # part name -> its rows (all columns, nulls included)
-
-
-def _nulls_first(row: dict[str, Any], keys: list[str]) -> tuple:
-    return tuple((row.get(k) is not None, row.get(k)) for k in keys)
 
 
 def collect_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame]) -> Collected:
@@ -53,6 +50,6 @@ def collect_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame]) ->
             rows += [{k: f.get(k) for k in FINDING_COLUMNS} for f in d.get("first") or []]
         else:
             out[r["part"]].append({k: d.get(k) for k in parts[r["part"]].columns})
-    counts.sort(key=lambda c: _nulls_first(c, GROUP))
-    rows.sort(key=lambda f: _nulls_first(f, ORDER))
+    counts.sort(key=lambda c: nulls_first(*(c[k] for k in GROUP)))
+    rows.sort(key=lambda f: nulls_first(*(f[k] for k in ORDER)))
     return Collected(findings=rows[:limit], counts=counts, parts=out)

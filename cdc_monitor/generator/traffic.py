@@ -10,6 +10,7 @@ up front and applied while generating, each recorded as a label.
 
 from __future__ import annotations
 
+import base64
 import random
 from typing import Any
 
@@ -34,8 +35,6 @@ def decimal_value(unscaled: int, fmt: str) -> Any:
     two's-complement bytes, or (decimal.format=NUMERIC) a JSON number."""
     if fmt == "numeric":
         return unscaled / 10**DECIMAL_SCALE
-    import base64
-
     return base64.b64encode(unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True)).decode()
 
 
