@@ -25,10 +25,17 @@ done
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test.sh: installing Debian's prometheus and prometheus-pushgateway" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      prometheus prometheus-pushgateway >/dev/null
-    # a package install may start the services where an init system runs: the tests need none
-    (pkill -x prometheus; pkill -x prometheus-pushgateway) 2>/dev/null || true
+    # the tests start their own servers: keep the install from starting the packaged services
+    # (Debian's policy-rc.d hook, 101 = action forbidden), rather than stopping them afterwards
+    policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && policy="yes"
+    fi
+    installed=0
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      prometheus prometheus-pushgateway >/dev/null; } || installed=$?
+    if [ -n "$policy" ]; then rm -f /usr/sbin/policy-rc.d; fi
+    [ "$installed" = 0 ] || exit "$installed"
   else
     echo "test.sh: prometheus/promtool/prometheus-pushgateway not found: apt-get install prometheus prometheus-pushgateway" >&2
     exit 2
