@@ -75,7 +75,7 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
     from cdc_monitor.pipeline import run_scan
     from cdc_monitor.spark import get_spark
 
-    spark = get_spark(cfg.spark_master, cfg.spark_conf)
+    spark = get_spark(cfg.spark_master, cfg.spark_conf, small_input=source_input.small)
     what = f"{len(source_input.ranges)} Kafka partition(s)" if source_input.ranges is not None else f"{len(paths)} path(s)"
     out.log(f"cdc-monitor: scanning {what} ...")
     result = run_scan(source_input.read(spark), cfg, progress=lambda line: out.log(f"cdc-monitor: {line}"))
@@ -148,7 +148,7 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
     from cdc_monitor.pipeline import run_scan
     from cdc_monitor.spark import get_spark
 
-    spark = get_spark(cfg.spark_master, cfg.spark_conf)
+    spark = get_spark(cfg.spark_master, cfg.spark_conf, small_input=source_input.small)
     scanned = run_scan(source_input.read(spark), cfg, progress=lambda line: out.log(f"cdc-monitor: {line}"),
                        keep_events=True)
     try:
@@ -324,6 +324,19 @@ def dashboards_push(grafana_url: str, token_env: str, folder: str, folder_path: 
     files = sorted(Path(folder_path).glob("*.json"))
     for r in push_dashboards(grafana_url, token, files, folder or None):
         click.echo(f"pushed {r['file']} -> {r['url'] or r['uid']} ({r['status']})", err=True)
+
+
+@cli.command("warm-up")
+def warm_up() -> None:
+    """Write the JVM class archive that makes every later run start seconds faster (runs once by
+    itself otherwise; for images and CI set-up). CDC_MONITOR_JVM_CACHE=off disables the archive."""
+    from cdc_monitor.jvm import warm_up as write_archive
+
+    archive, seconds = write_archive()
+    if archive is None:
+        raise UsageError("no JVM class archive was written: another run is writing it, or the cache folder "
+                         "(CDC_MONITOR_CACHE_DIR, default ~/.cache/cdc-monitor) is not writable")
+    click.echo(f"cdc-monitor: wrote {archive} ({archive.stat().st_size / 1e6:.0f} MB) in {seconds:.1f}s", err=True)
 
 
 def main() -> None:

@@ -3,6 +3,7 @@ seconds) and read once a session exists: capture files, or a planned Kafka windo
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -15,6 +16,10 @@ if TYPE_CHECKING:
 
     from cdc_monitor.sources.base import SourceResult
     from cdc_monitor.sources.kafka.planner import OffsetRange
+
+# below these, a scan is dominated by start-up and planning, not by data (jvm.py's JIT choice)
+SMALL_BYTES = 32 * 1024 * 1024
+SMALL_RECORDS = 20_000
 
 
 def parse_time_ms(text: str, what: str) -> int:
@@ -80,6 +85,15 @@ class PreparedInput:
     kafka_reader: str = "python"
     ranges: list[OffsetRange] | None = None
     description: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def small(self) -> bool:
+        """Known before Spark starts to be small enough that a quick-to-compile JVM wins."""
+        if self.ranges is not None:
+            return sum(max(0, r.end - r.start) for r in self.ranges) <= SMALL_RECORDS
+        from cdc_monitor.sources.capture import expand_paths
+
+        return bool(self.paths) and sum(os.path.getsize(p) for p in expand_paths(self.paths)) <= SMALL_BYTES
 
     def read(self, spark: SparkSession) -> SourceResult:
         if self.kafka_options is not None:
