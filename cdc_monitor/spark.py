@@ -6,13 +6,16 @@ Local mode binds to loopback, turns the UI off and keeps shuffles small. On a cl
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_monitor.errors import EnvironmentProblem
+from cdc_monitor.jvm import SMALL_INPUT
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -55,6 +58,15 @@ CLUSTER_DEFAULTS: dict[str, str] = {
     "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 LOCAL_DEFAULTS |= CLUSTER_DEFAULTS
+# A small input on a cluster is a small input in cold executors: what local mode does for every
+# input (interpreted expressions, no adaptive re-planning) and a quick-to-compile JVM (jvm.py).
+# An 800-record capture on a two-worker standalone cluster: 33.6 s as Spark's defaults, 23.1 s so.
+SMALL_ON_A_CLUSTER: dict[str, str] = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.executor.extraJavaOptions": SMALL_INPUT,
+}
 
 
 def _check_java() -> None:
@@ -87,15 +99,21 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     ``small_input``: the run's input is known to be small; ``write_archive``: this driver writes
     the JVM's class archive at exit even if one exists (see cdc_monitor/jvm.py)."""
     _check_java()
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    master = master or os.environ.get("CDC_MONITOR_SPARK_MASTER") or "local[*]"
+    local = master.startswith("local")
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
-    # Python workers (the Kafka data source's readers) must run this interpreter, with our packages
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # Python workers (the Kafka data source's readers) run this interpreter, with our packages.
+        # On a cluster they run the executors' own Python (spark.pyspark.python, PYSPARK_PYTHON or
+        # python3 there) and receive this package from the driver (ship_package).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    master = master or os.environ.get("CDC_MONITOR_SPARK_MASTER") or "local[*]"
     builder = SparkSession.builder.appName("cdc-monitor").master(master)
-    settings = dict(LOCAL_DEFAULTS) if master.startswith("local") else dict(CLUSTER_DEFAULTS)
+    settings = dict(LOCAL_DEFAULTS) if local else dict(CLUSTER_DEFAULTS)
+    if small_input and not local:
+        settings |= SMALL_ON_A_CLUSTER
     settings.update(conf or {})
     start = _driver_start(settings, small_input, write_archive)
     for key, value in settings.items():
@@ -103,5 +121,33 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     spark = builder.getOrCreate()
     if start is not None:
         start.register(spark)
+    if not local:
+        spark.sparkContext.addPyFile(str(package_zip()))
     spark.sparkContext.setLogLevel(os.environ.get("CDC_MONITOR_SPARK_LOG_LEVEL", "FATAL"))
     return spark
+
+
+def package_zip() -> Path:
+    """This cdc_monitor package as a zip for executors' Python workers (``addPyFile``), so a
+    cluster runs exactly the driver's code whatever is installed there; built once per version
+    of the sources, in the cache folder."""
+    import zipfile
+
+    import cdc_monitor
+    from cdc_monitor.jvm import cache_dir
+
+    root = Path(cdc_monitor.__file__).resolve().parent
+    files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    digest = hashlib.sha256()
+    for p in files:
+        stat = p.stat()
+        digest.update(f"{p.relative_to(root)}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    target = cache_dir() / f"cdc_monitor-{cdc_monitor.__version__}-{digest.hexdigest()[:12]}.zip"
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f"{target.name}.{os.getpid()}.part")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
+            for p in files:
+                zf.write(p, str(Path("cdc_monitor") / p.relative_to(root)))
+        os.replace(partial, target)
+    return target
