@@ -40,3 +40,22 @@ def kafka_broker(tmp_path_factory):
     broker = Tansu(tmp_path_factory.mktemp("tansu") / "tansu.log")
     yield broker.bootstrap
     broker.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """A Spark standalone master and two one-core workers on loopback, started once; executors run
+    a Python that has cdc-monitor's dependencies but not cdc-monitor (the driver ships it).
+    ``args``: what a CLI run adds to use it (--spark-master and a config file)."""
+    from tests.support.spark_cluster import SparkStandalone, worker_environment
+
+    root = tmp_path_factory.mktemp("spark-cluster")
+    python = worker_environment(root / "worker-env")
+    standalone = SparkStandalone(root)
+    config = root / "cluster.toml"
+    # what a user sets for a small window on a small cluster: the executors' Python, their size,
+    # a few shuffle partitions
+    config.write_text(f'[spark]\n"spark.pyspark.python" = "{python}"\n"spark.executor.memory" = "768m"\n'
+                      '"spark.executor.cores" = "1"\n"spark.sql.shuffle.partitions" = "4"\n')
+    yield {"url": standalone.url, "python": python, "args": ["--spark-master", standalone.url, "--config", str(config)]}
+    standalone.stop()

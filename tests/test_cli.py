@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from cdc_monitor import jvm
 from cdc_monitor.generator import generate
 from cdc_monitor.generator.capture import write_capture
 
@@ -48,10 +50,29 @@ def captures(tmp_path_factory):
     return root
 
 
-def test_scan_faulty_capture_json_report_and_exit_1(captures):
-    proc = run("scan", str(captures / "faulty.jsonl.gz"), "--output", "json")
+def class_archive() -> Path:
+    """The JVM class archive ``cdc-monitor warm-up`` writes (scripts/test.sh runs it before the
+    suite; a bare pytest run writes it here)."""
+    archive = jvm.archive_path()
+    if not archive.is_file():
+        proc = run("warm-up", timeout=600)
+        assert proc.returncode == 0 and str(archive) in proc.stderr, proc.stderr[-2000:]
+    assert archive.is_file() and archive.stat().st_size > 10_000_000
+    assert not list(archive.parent.glob(f"{archive.stem}*.part"))  # no half-written archive left behind
+    return archive
+
+
+def test_scan_faulty_capture_json_report_and_exit_1(captures, tmp_path):
+    class_archive()
+    loaded, config = tmp_path / "classes.log", tmp_path / "c.toml"  # which classes came from where
+    config.write_text(f'[spark]\n"spark.driver.extraJavaOptions" = "-Xlog:class+load=info:file={loaded}"\n')
+    proc = run("scan", str(captures / "faulty.jsonl.gz"), "--output", "json", "--config", str(config))
     assert proc.returncode == 1, proc.stderr[-2000:]
-    report = json.loads(proc.stdout)
+    lines = loaded.read_text().splitlines()
+    shared = sum("shared objects file (top)" in line for line in lines)  # from the archive warm-up wrote
+    from_jars = sum("source: jar:" in line or "source: file:" in line for line in lines)
+    assert shared > 5000 and shared > 10 * from_jars, (shared, from_jars)
+    report = json.loads(proc.stdout)  # JVM log lines never reach stdout
     assert report["tool"] == "cdc-monitor"
     for key in ("version", "window", "summary", "lag", "transactions", "findings"):
         assert key in report

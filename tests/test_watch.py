@@ -32,11 +32,11 @@ def total(samples: dict[str, list], name: str, **labels: str) -> float:
     return sum(s.value for s in samples.get(name, []) if all(s.labels.get(k) == v for k, v in labels.items()))
 
 
-def start_watch(bootstrap: str, checkpoint, port: int, log) -> subprocess.Popen:
+def start_watch(bootstrap: str, checkpoint, port: int, log, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "cdc_monitor", "watch", "--bootstrap-servers", bootstrap, "--topics", r"sqlserver1\..*",
          "--starting-offsets", "earliest", "--checkpoint", str(checkpoint), "--listen", f"127.0.0.1:{port}",
-         "--interval", "1s", "--grace", "3s", "--job", "watch-test"],
+         "--interval", "1s", "--grace", "3s", "--job", "watch-test", *extra],
         stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -56,7 +56,9 @@ def wait_for(port: int, proc: subprocess.Popen, records: int, timeout: float = 2
     raise AssertionError(f"watch processed {total(last, 'cdc_records_total')} of {records} records in {timeout}s")
 
 
-def test_watch_counts_every_fault_once_across_bursts_and_a_restart(kafka_broker, tmp_path):
+def test_watch_counts_every_fault_once_across_bursts_and_a_restart(kafka_broker, spark_cluster, tmp_path):
+    """The restart moves the watch from local mode to a Spark standalone cluster (executors whose
+    Python has no cdc-monitor but what the driver ships): it resumes from the same checkpoint."""
     traffic = generate("sqlserver", events=500, seed=17, faults=True)
     opts = KafkaOptions.from_options({"kafka.bootstrap.servers": kafka_broker})
     recs = traffic.records
@@ -74,7 +76,7 @@ def test_watch_counts_every_fault_once_across_bursts_and_a_restart(kafka_broker,
         proc.send_signal(signal.SIGTERM)  # graceful stop mid-stream
         assert proc.wait(60) == 0
         produce_traffic(traffic, opts, bursts[2])  # produced while the monitor is down
-        proc = start_watch(kafka_broker, ckpt, port, log)
+        proc = start_watch(kafka_broker, ckpt, port, log, *spark_cluster["args"])
         after = wait_for(port, proc, len(recs))
         # counters continued from the checkpoint: nothing lost, nothing counted twice
         assert total(after, "cdc_records_total") == len(recs)

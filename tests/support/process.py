@@ -12,9 +12,10 @@ from pathlib import Path
 
 
 class ServerProcess:
-    def __init__(self, argv: list[str], log: Path, ready: Callable[[], object], name: str, timeout: float = 30.0) -> None:
+    def __init__(self, argv: list[str], log: Path, ready: Callable[[], object], name: str, timeout: float = 30.0,
+                 env: dict[str, str] | None = None) -> None:
         self.log = log.open("wb")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
