@@ -178,7 +178,7 @@ class DriverStart:
 
 def warm_up() -> tuple[Path | None, float]:
     """Write the archive now (``cdc-monitor warm-up``): scan a small generated faulty capture of
-    two flavours in a JVM that writes the archive at its exit. Returns (archive or None, seconds)."""
+    one flavour in a JVM that writes the archive at its exit. Returns (archive or None, seconds)."""
     import tempfile
     import time
 
@@ -192,7 +192,7 @@ def warm_up() -> tuple[Path | None, float]:
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="cdc-monitor-warm-up-") as tmp:
         paths = []
-        for flavour in ("mysql", "postgresql"):
+        for flavour in ("postgresql",):
             path = Path(tmp) / f"{flavour}.jsonl"
             write_capture(generate(flavour, events=120, seed=3, faults=True), path)
             paths.append(str(path))

@@ -115,6 +115,10 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     if small_input and not local:
         settings |= SMALL_ON_A_CLUSTER
     settings.update(conf or {})
+    if settings.get("spark.pyspark.python"):
+        # PySpark tells executors which Python to run from this variable (the setting itself is
+        # read only by spark-submit), so the config file's choice must reach it
+        os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
     start = _driver_start(settings, small_input, write_archive)
     for key, value in settings.items():
         builder = builder.config(key, value)

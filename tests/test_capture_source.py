@@ -6,6 +6,9 @@ from __future__ import annotations
 import gzip
 import json
 
+import pytest
+
+from cdc_monitor.errors import InputError
 from cdc_monitor.sources import KAFKA_SCHEMA
 from cdc_monitor.sources.capture import read_capture
 from tests.support.captures import kcat_line, write_lines
@@ -34,6 +37,15 @@ def test_plain_gzip_and_folder_read_the_same_records(spark, tmp_path):
     assert [(h.key, bytes(h.value)) for h in with_header.headers] == [("__debezium.oldkey", b'{"id":0}')]
     assert folder_rows[0].headers is None
     assert bytes(folder_rows[0].key) == b'{"id":0}' and folder_rows[0].timestampType == 0
+    # a URL (hdfs://, s3a://, file://: what executors of a cluster read) is Spark's to list
+    url_rows = read_capture(spark, [tmp_path.as_uri()]).records.orderBy("partition", "offset").collect()
+    assert url_rows == folder_rows
+
+
+def test_missing_url_is_an_input_error_naming_it(spark, tmp_path):
+    missing = (tmp_path / "nope").as_uri()
+    with pytest.raises(InputError, match=r"capture path not found.*nope.*check the URL"):
+        read_capture(spark, [missing])
 
 
 def test_bad_records_are_counted_exactly_and_kept_visible(scan, tmp_path):

@@ -83,19 +83,35 @@ def test_clean_capture_passes_every_shipped_suite(spark, tmp_path):
     assert events and all(o.result.get("element_count", 0) > 300 for o in events)  # GX saw the real rows
 
 
-def test_faulty_capture_fails_the_gate_with_junit_and_data_docs(tmp_path):
+def test_faulty_capture_fails_the_gate_with_junit_and_data_docs(spark, spark_cluster, tmp_path):
+    """Run on the session's Spark standalone cluster: the same verdicts as local mode."""
+    from cdc_monitor.config import ScanConfig
+    from cdc_monitor.gate.run import run_gate
+    from cdc_monitor.gate.runner import GateRunner
     from cdc_monitor.generator import generate
     from cdc_monitor.generator.capture import write_capture
+    from cdc_monitor.pipeline import run_scan
+    from cdc_monitor.sources.capture import read_capture
 
     traffic = generate("mysql", events=600, seed=5, faults=True)
     write_capture(traffic, tmp_path / "faulty.jsonl")
     injected_ops = collections.Counter(lab.rec.value["op"] for lab in traffic.labels if lab.rule == "invalid_op")
     junit, docs = tmp_path / "out" / "junit.xml", tmp_path / "docs"
     args = ["gate", str(tmp_path / "faulty.jsonl"), "--suite", str(ROOT / "expectations"),
-            "--junit", str(junit), "--data-docs", str(docs)]
+            "--junit", str(junit), "--data-docs", str(docs), *spark_cluster["args"]]
     proc = run_cli(*args)
     assert proc.returncode == 1, proc.stderr[-3000:]
     failed_lines = [line for line in proc.stdout.splitlines() if line.strip().startswith("FAIL [")]
+    suites = [load_suite(p) for p in SUITES]
+    runner = GateRunner()
+    runner.prepare(suites)
+    scanned = run_scan(read_capture(spark, [str(tmp_path / "faulty.jsonl")]), ScanConfig(), keep_events=True)
+    try:
+        local = run_gate(scanned, suites, runner)
+    finally:
+        scanned.release()
+    verdicts = [line.strip() for line in proc.stdout.splitlines() if line.strip().startswith(("FAIL [", "observed:"))]
+    assert verdicts == [x for o in local.failed for x in (f"FAIL [{o.suite}] {o.title}", f"observed: {o.observed()}")]
     # the faults the generator injected must show up as these failed expectations
     for expected in ("[cdc_transactions] expect_column_values_to_be_between(column=missing_end",
                      "[cdc_transactions] expect_column_values_to_be_between(column=count_mismatch",

@@ -192,17 +192,45 @@ def test_scan_from_kafka_equals_scan_of_the_same_records_from_a_capture(spark, s
     assert labelled and labelled <= found
 
 
-def test_cli_generate_to_kafka_then_scan_a_time_window(kafka_broker, tmp_path):
-    labels = tmp_path / "oracle.labels.jsonl"
-    proc = run_cli("generate", "--flavour", "oracle", "--events", "500", "--faults", "--seed", "4",
-                   "--bootstrap-servers", kafka_broker, "--labels", str(labels))
-    assert proc.returncode == 0, proc.stderr
-    assert "produced" in proc.stderr
-    proc = run_cli("scan", "--bootstrap-servers", kafka_broker, "--topics", r"oracle1\..*",
-                   "--start", "2000-01-01T00:00:00Z", "--output", "json", "--quiet", timeout=300)
+def test_cli_generate_to_kafka_then_scan_a_time_window_on_a_cluster(kafka_broker, spark_cluster, spark, tmp_path):
+    """Scanned on the session's Spark standalone cluster, whose executors' Python has no
+    cdc-monitor: the Kafka reader runs there, so this works only with the package the driver
+    ships; report and metrics equal local mode's."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from cdc_monitor.config import ScanConfig
+    from cdc_monitor.pipeline import run_scan
+    from cdc_monitor.sinks.prometheus import MetricsSnapshot, render
+    from tests.support.spark_cluster import interpreter_starts
+
+    expected = set()
+    for flavour, seed in (("oracle", 4), ("mysql", 6)):  # two flavours; no other test writes these topics
+        labels = tmp_path / f"{flavour}.labels.jsonl"
+        proc = run_cli("generate", "--flavour", flavour, "--events", "500", "--faults", "--seed", str(seed),
+                       "--bootstrap-servers", kafka_broker, "--labels", str(labels))
+        assert proc.returncode == 0, proc.stderr
+        assert "produced" in proc.stderr
+        expected |= {(d["rule"], d["topic"], d["partition"], d["offset"])
+                     for d in map(json.loads, labels.read_text().splitlines())}
+    topics, prom = r"(oracle1|mysql_server_1)\..*", tmp_path / "cdc.prom"
+    starts = interpreter_starts(spark_cluster["python"])
+    proc = run_cli("scan", "--bootstrap-servers", kafka_broker, "--topics", topics, "--start", "2000-01-01T00:00:00Z",
+                   "--output", "json", "--quiet", "--textfile", str(prom), *spark_cluster["args"], timeout=400)
     assert proc.returncode == 1, proc.stderr[-2000:]
+    assert interpreter_starts(spark_cluster["python"]) > starts  # the executors' Python read Kafka
     report = json.loads(proc.stdout)
     found = {(f["rule"], f["topic"], f["partition"], f["offset"]) for f in report["findings"]}
-    expected = {(d["rule"], d["topic"], d["partition"], d["offset"]) for d in map(json.loads, labels.read_text().splitlines())}
     assert expected and expected <= found
     assert report["summary"]["transaction_markers"] > 0  # oracle1.transaction was found by its prefix
+
+    local = run_scan(read_kafka(spark, {"kafka.bootstrap.servers": kafka_broker, "subscribePattern": topics,
+                                        "startingTimestamp": "946684800000"}), ScanConfig())
+
+    def data_samples(text: str) -> dict:  # not the run's own (durations, last success time)
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value for fam in text_string_to_metric_families(text)
+                for s in fam.samples if not s.name.startswith("cdc_monitor_")}
+
+    report.pop("timings_seconds")
+    assert report == {k: v for k, v in local.to_json_dict().items() if k != "timings_seconds"}
+    local_metrics = data_samples(render(MetricsSnapshot.from_result(local, "cdc-monitor")).decode())
+    assert data_samples(prom.read_text()) == local_metrics and len(local_metrics) > 50

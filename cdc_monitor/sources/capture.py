@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, Observation
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -50,6 +51,9 @@ def expand_paths(paths: Iterable[str | Path]) -> list[str]:
     """Files named, and the non-hidden files under folders named, sorted; errors name the path."""
     files: list[str] = []
     for raw in paths:
+        if "://" in str(raw):  # hdfs://, s3a://, file://: Spark lists it (a cluster's shared storage)
+            files.append(str(raw))
+            continue
         path = Path(raw)
         if path.is_dir():
             found = sorted(  # hidden files and folders inside the folder are skipped (not the folder's own path)
@@ -69,7 +73,12 @@ def expand_paths(paths: Iterable[str | Path]) -> list[str]:
 
 def read_capture(spark: SparkSession, paths: Sequence[str | Path]) -> SourceResult:
     files = expand_paths(paths)
-    lines = spark.read.text(files).withColumn("file", F.input_file_name())
+    try:
+        lines = spark.read.text(files).withColumn("file", F.input_file_name())
+    except AnalysisException as exc:  # a URL only Spark could check
+        if "PATH_NOT_FOUND" not in str(exc):
+            raise
+        raise InputError(f"capture path not found: {str(exc).splitlines()[0][:300]}: check the URL") from None
     lines = lines.where(F.trim("value") != "")
     parsed = lines.select(
         "file",

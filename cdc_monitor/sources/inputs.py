@@ -93,7 +93,10 @@ class PreparedInput:
             return sum(max(0, r.end - r.start) for r in self.ranges) <= SMALL_RECORDS
         from cdc_monitor.sources.capture import expand_paths
 
-        return bool(self.paths) and sum(os.path.getsize(p) for p in expand_paths(self.paths)) <= SMALL_BYTES
+        files = expand_paths(self.paths)
+        if not files or any("://" in f for f in files):  # a URL's size is not known before Spark starts
+            return False
+        return sum(os.path.getsize(f) for f in files) <= SMALL_BYTES
 
     def read(self, spark: SparkSession) -> SourceResult:
         if self.kafka_options is not None:

@@ -34,7 +34,17 @@ def worker_environment(root: Path) -> Path:
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           check=True, capture_output=True, text=True).stdout.strip()
     Path(site, "driver-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # every interpreter start of this environment leaves a line: proof the executors ran it
+    Path(site, "sitecustomize.py").write_text(
+        "import os\nwith open(os.path.join(os.path.dirname(__file__), 'starts.log'), 'a') as fh:\n"
+        "    fh.write(f'{os.getpid()}\\n')\n")
     return python
+
+
+def interpreter_starts(python: Path) -> int:
+    """How many times the environment's interpreter has started (see worker_environment)."""
+    log = next(python.parent.parent.glob("lib/python*/site-packages/starts.log"), None)
+    return len(log.read_text().splitlines()) if log is not None else 0
 
 
 class SparkStandalone:
