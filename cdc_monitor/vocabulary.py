@@ -77,3 +77,6 @@ def txn_key(txn_id: str | None) -> str | None:
         return None
     m = _PG_TXN_ID.match(txn_id)
     return m.group(1) if m else txn_id
+
+# the generator's fault labels beside a capture: ground truth, never read as records by a folder scan
+LABELS_SUFFIX = ".labels.jsonl"

@@ -33,6 +33,33 @@ def test_bad_arguments_exit_2(args, tmp_path):
     assert proc.stderr.strip()
 
 
+def test_empty_capture_exits_2_unless_allowed(tmp_path):
+    capture = tmp_path / "empty.jsonl"
+    capture.write_text("")  # what kcat writes when it captured nothing
+    proc = run("scan", str(capture))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no records read from" in lines[0] and "--allow-empty" in lines[0]
+    assert "starting Spark" not in proc.stderr  # refused before Spark starts
+    proc = run("scan", str(capture), "--quiet", "--allow-empty", "--output", "json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["summary"]["records"] == 0
+
+
+def test_blank_lines_are_no_records_after_the_scan(scan, tmp_path):
+    from cdc_monitor.cli.main import require_records
+    from cdc_monitor.errors import InputError
+
+    capture = tmp_path / "blank.jsonl"
+    capture.write_text("\n \n")  # bytes, but no records: only the scan can tell
+    result = scan([capture])
+    with pytest.raises(InputError, match=r"no records read from .*blank\.jsonl"):
+        require_records(result, False, (str(capture),))
+    require_records(result, True, (str(capture),))
+    (tmp_path / "junk.jsonl").write_text("not a record\n")  # unreadable lines are findings, not emptiness
+    require_records(scan([tmp_path / "junk.jsonl"]), False, (str(tmp_path / "junk.jsonl"),))
+
+
 def test_bad_config_exits_2(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text("not toml [")

@@ -48,7 +48,7 @@ def test_unknown_expectation_exits_2_before_scanning(tmp_path):
     suite.write_text(json.dumps({"name": "bad", "meta": {"cdc_monitor": {"frame": "lag"}},
                                  "expectations": [{"type": "expect_lag_to_be_small", "kwargs": {}}]}))
     capture = tmp_path / "c.jsonl"
-    capture.write_text("")
+    capture.write_text("{}\n")  # not empty: an empty input is refused first
     proc = run_cli("gate", str(capture), "--suite", str(suite))
     assert proc.returncode == 2, proc.stderr
     assert "expect_lag_to_be_small not found" in proc.stderr and "starting Spark" not in proc.stderr

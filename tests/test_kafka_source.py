@@ -171,6 +171,18 @@ def test_missing_topic_cli_exit_2(numbered):
     assert proc.returncode == 2 and "no topic" in proc.stderr and "--topics" in proc.stderr
 
 
+def test_empty_window_cli_exit_2_before_spark(kafka_broker):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": kafka_broker})
+    for fut in admin.create_topics([NewTopic("quiet1.db.idle", 2, 1)]).values():
+        fut.result(30)
+    proc = run_cli("scan", "--bootstrap-servers", kafka_broker, "--topics", r"quiet1\..*")
+    assert proc.returncode == 2, proc.stderr
+    assert "no records read from the Kafka window" in proc.stderr and "--allow-empty" in proc.stderr
+    assert "starting Spark" not in proc.stderr
+
+
 def test_scan_from_kafka_equals_scan_of_the_same_records_from_a_capture(spark, scan, kafka_broker, tmp_path):
     from cdc_monitor.config import ScanConfig
     from cdc_monitor.generator import generate

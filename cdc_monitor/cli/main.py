@@ -34,6 +34,17 @@ class _Group(click.Group):
             sys.exit(EXIT_CANNOT_RUN)
 
 
+ALLOW_EMPTY_HELP = "Accept an input with no records (default: exit 2, so a CI gate never passes on no data)."
+
+
+def require_records(result: Any, allow_empty: bool, paths: tuple[str, ...]) -> None:
+    """Files that held only blank lines, or a time window that matched nothing: exit 2."""
+    from cdc_monitor.sources.inputs import no_records
+
+    if not allow_empty and result.summary["records"] == 0 and result.summary["unreadable_lines"] == 0:
+        raise no_records(", ".join(paths) if paths else "the Kafka window")
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cdc-monitor")
 def cli() -> None:
@@ -55,11 +66,12 @@ def cli() -> None:
 @click.option("--textfile", type=click.Path(), help="Write the metrics atomically to this .prom file (node_exporter).")
 @click.option("--job", default="cdc-monitor", show_default=True, help="The job label of pushed/written metrics.")
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
+@click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str | None,
          lag_threshold: str | None, output_mode: str, report_file: str | None, fail_on: str | None,
          max_findings: int | None, push_gateway: str | None, textfile: str | None, job: str,
-         spark_master: str | None, quiet: bool, **kafka: Any) -> None:
+         spark_master: str | None, allow_empty: bool, quiet: bool, **kafka: Any) -> None:
     """Scan one bounded window of CDC records (kcat -J captures, or Kafka topics) and report."""
     from cdc_monitor.cli.output import Output
     from cdc_monitor.sources.inputs import prepare_input
@@ -70,7 +82,8 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, fail_on=fail_on,
                       max_findings=max_findings, spark_master=spark_master)
     started = time.time()
-    source_input = prepare_input(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf))  # before Spark
+    source_input = prepare_input(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf),  # before Spark
+                                 allow_empty=allow_empty)
     out.log("cdc-monitor: starting Spark ...")
     from cdc_monitor.pipeline import run_scan
     from cdc_monitor.spark import get_spark
@@ -79,6 +92,7 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
     what = f"{len(source_input.ranges)} Kafka partition(s)" if source_input.ranges is not None else f"{len(paths)} path(s)"
     out.log(f"cdc-monitor: scanning {what} ...")
     result = run_scan(source_input.read(spark), cfg, progress=lambda line: out.log(f"cdc-monitor: {line}"))
+    require_records(result, allow_empty, paths)
     out.report(result)
     if push_gateway or textfile:
         from cdc_monitor.sinks import prometheus
@@ -124,10 +138,11 @@ def scan_config(config_file: str | None, transaction_topic: str | None, lag_thre
 @click.option("--output", "output_mode", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--report-file", type=click.Path(), help="Write the gate report here instead of stdout.")
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
+@click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None, data_docs: str | None,
          config_file: str | None, transaction_topic: str | None, lag_threshold: str | None, output_mode: str,
-         report_file: str | None, spark_master: str | None, quiet: bool, **kafka: Any) -> None:
+         report_file: str | None, spark_master: str | None, allow_empty: bool, quiet: bool, **kafka: Any) -> None:
     """CI data-quality gate: scan, then run Great Expectations suites over the results. Exit 0 pass, 1 fail."""
     from cdc_monitor.cli.output import Output
     from cdc_monitor.gate.suites import load_suites
@@ -137,7 +152,8 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
     suites = load_suites(suite_files)
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
     started = time.time()
-    source_input = prepare_input(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf))
+    source_input = prepare_input(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf),
+                                 allow_empty=allow_empty)
     out.log("cdc-monitor: loading Great Expectations ...")
     from cdc_monitor.gate.run import run_gate
     from cdc_monitor.gate.runner import GateRunner
@@ -152,6 +168,7 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
     scanned = run_scan(source_input.read(spark), cfg, progress=lambda line: out.log(f"cdc-monitor: {line}"),
                        keep_events=True)
     try:
+        require_records(scanned, allow_empty, paths)
         result = run_gate(scanned, suites, runner, progress=lambda line: out.log(f"cdc-monitor: {line}"))
     finally:
         scanned.release()

@@ -10,6 +10,7 @@ from typing import IO, Any
 
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.generator.records import Traffic, serialize
+from cdc_monitor.vocabulary import LABELS_SUFFIX
 
 
 def kcat_lines(traffic: Traffic) -> Iterator[str]:
@@ -64,4 +65,4 @@ def write_labels(traffic: Traffic, labels_path: str | Path) -> int:
 def default_labels_path(capture: str | Path) -> Path:
     p = Path(capture)
     name = p.name[:-3] if p.name.endswith(".gz") else p.name
-    return p.with_name(name.rsplit(".", 1)[0] + ".labels.jsonl")
+    return p.with_name(name.rsplit(".", 1)[0] + LABELS_SUFFIX)  # a folder scan skips these

@@ -19,6 +19,7 @@ from pyspark.sql import types as T
 
 from cdc_monitor.errors import InputError
 from cdc_monitor.sources.base import KAFKA_SCHEMA, SourceResult
+from cdc_monitor.vocabulary import LABELS_SUFFIX
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,8 +57,10 @@ def expand_paths(paths: Iterable[str | Path]) -> list[str]:
             continue
         path = Path(raw)
         if path.is_dir():
-            found = sorted(  # hidden files and folders inside the folder are skipped (not the folder's own path)
+            found = sorted(  # hidden files and folders inside the folder are skipped (not the folder's own path),
+                # and so are the generator's fault labels (ground truth, not records)
                 p for p in path.rglob("*") if p.is_file() and not any(s.startswith(".") for s in p.relative_to(path).parts)
+                and not p.name.endswith(LABELS_SUFFIX)
             )
             if not found:
                 raise InputError(f"capture folder {path} holds no files: point at kcat -J captures")

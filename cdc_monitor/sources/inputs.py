@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from cdc_monitor.errors import UsageError
+from cdc_monitor.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -108,8 +108,26 @@ class PreparedInput:
         return read_capture(spark, self.paths)
 
 
-def prepare_input(paths: tuple[str, ...], kafka: KafkaFlags) -> PreparedInput:
-    """Validate the input and, for Kafka, plan the window now: errors surface before Spark starts."""
+def no_records(what: str) -> InputError:
+    """An input with nothing in it: a CI gate must not pass on no data."""
+    return InputError(f"no records read from {what}: check the capture or the window (--since/--start/--end), "
+                      "or pass --allow-empty to accept an empty input")
+
+
+def _holds_bytes(path: str) -> bool:
+    if "://" in path:
+        return True  # only Spark can tell
+    if path.endswith(".gz"):
+        import gzip
+
+        with gzip.open(path, "rb") as fh:
+            return fh.read(1) != b""
+    return os.path.getsize(path) > 0
+
+
+def prepare_input(paths: tuple[str, ...], kafka: KafkaFlags, allow_empty: bool = False) -> PreparedInput:
+    """Validate the input and, for Kafka, plan the window now: errors surface before Spark starts
+    (an input with no records among them, unless ``allow_empty``)."""
     if kafka.bootstrap_servers and paths:
         raise UsageError("give capture paths or --bootstrap-servers, not both")
     if not kafka.bootstrap_servers:
@@ -119,7 +137,9 @@ def prepare_input(paths: tuple[str, ...], kafka: KafkaFlags) -> PreparedInput:
             raise UsageError("nothing to scan: pass capture files/folders (kcat -J output) or --bootstrap-servers")
         from cdc_monitor.sources.capture import expand_paths
 
-        expand_paths(paths)
+        files = expand_paths(paths)
+        if not allow_empty and not any(_holds_bytes(f) for f in files):
+            raise no_records(", ".join(paths) + " (empty files: kcat writes them when it captured nothing)")
         return PreparedInput(paths=paths)
     from cdc_monitor.sources.kafka.client import BrokerInspector
     from cdc_monitor.sources.kafka.options import KafkaOptions
@@ -132,4 +152,6 @@ def prepare_input(paths: tuple[str, ...], kafka: KafkaFlags) -> PreparedInput:
     opts = KafkaOptions.from_options(options)
     with BrokerInspector(opts) as insp:
         ranges = plan_ranges(opts, insp)
+    if not allow_empty and not any(r.end > r.start for r in ranges):
+        raise no_records(f"the Kafka window of {len(ranges)} partition(s) (no offsets in it)")
     return PreparedInput(kafka_options=options, kafka_reader=kafka.reader, ranges=ranges, description=opts.describe())

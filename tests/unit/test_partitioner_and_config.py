@@ -65,3 +65,31 @@ def test_capture_folder_under_a_hidden_folder_is_read_but_hidden_files_inside_ar
     (folder / ".tmp.jsonl").write_text("")
     (folder / ".partial" / "b.jsonl").write_text("")
     assert expand_paths([folder]) == [str((folder / "a.jsonl").resolve())]
+
+
+def test_folder_scans_skip_the_generators_fault_labels(tmp_path):
+    from cdc_monitor.generator import generate
+    from cdc_monitor.generator.capture import default_labels_path, write_capture
+    from cdc_monitor.sources.capture import expand_paths
+
+    capture = tmp_path / "mysql.jsonl.gz"
+    written = write_capture(generate("mysql", events=500, seed=3, faults=True), capture,
+                            labels_path=default_labels_path(capture))
+    assert written["faults"] > 0 and (tmp_path / "mysql.labels.jsonl").is_file()
+    assert expand_paths([tmp_path]) == [str(capture.resolve())]
+
+
+def test_an_input_with_no_records_is_refused_before_spark(tmp_path):
+    import gzip
+
+    from cdc_monitor.errors import InputError
+    from cdc_monitor.sources.inputs import KafkaFlags, prepare_input
+
+    (tmp_path / "a.jsonl").write_text("")
+    with gzip.open(tmp_path / "b.jsonl.gz", "wt") as fh:  # an empty gzip still has a header
+        fh.write("")
+    with pytest.raises(InputError, match=r"no records read from .*kcat.*--allow-empty"):
+        prepare_input((str(tmp_path),), KafkaFlags())
+    assert prepare_input((str(tmp_path),), KafkaFlags(), allow_empty=True).paths == (str(tmp_path),)
+    (tmp_path / "c.jsonl").write_text("\n")  # a line, even blank: only Spark can tell
+    assert prepare_input((str(tmp_path),), KafkaFlags()).paths == (str(tmp_path),)
