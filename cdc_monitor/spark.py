@@ -10,6 +10,7 @@ import hashlib
 import os
 import shutil
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -93,6 +94,39 @@ def _driver_start(settings: dict[str, str], small_input: bool, write_archive: bo
     return start
 
 
+KEPT_JVM_LOGS = 10
+
+
+def jvm_log_dir() -> Path:
+    from cdc_monitor.jvm import cache_dir
+
+    return cache_dir() / "logs"
+
+
+def _launch_driver_jvm(master: str, settings: dict[str, str]) -> None:
+    """Start the driver JVM (when this process starts one) with its stderr in a log file: the JVM's
+    and log4j's banners and Spark's warnings stay off the user's terminal, which shows
+    cdc-monitor's own lines only. The newest logs are kept in ``<cache>/logs``; errors name the
+    file. ``CDC_MONITOR_DEBUG=1`` leaves everything on the terminal."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if os.environ.get("CDC_MONITOR_DEBUG") or SparkContext._gateway is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return
+    folder = jvm_log_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in sorted(folder.glob("driver-*.log"))[:-KEPT_JVM_LOGS]:
+            old.unlink(missing_ok=True)
+        log = (folder / f"driver-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log").open("ab")
+    except OSError:
+        return  # no writable cache: the JVM writes to the terminal as before
+    conf = SparkConf(loadDefaults=False).setMaster(master).setAppName("cdc-monitor").setAll(list(settings.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": log})
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+    os.environ["CDC_MONITOR_JVM_LOG"] = log.name
+
+
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
               small_input: bool = False, write_archive: bool = False) -> SparkSession:
     """Return the active session or build one with local defaults overridden by ``conf``.
@@ -120,6 +154,7 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         # read only by spark-submit), so the config file's choice must reach it
         os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
     start = _driver_start(settings, small_input, write_archive)
+    _launch_driver_jvm(master, settings)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

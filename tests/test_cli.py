@@ -119,8 +119,26 @@ def test_scan_clean_capture_text_report_exit_0_and_fail_on_never(captures, tmp_p
     proc = run("scan", str(captures / "clean.jsonl"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "No findings." in proc.stdout and "public.customers" in proc.stdout
-    report_file = tmp_path / "r.json"
+    # the terminal shows cdc-monitor's lines only: the JVM's and log4j's banners go to the Spark log
+    assert all(line.startswith("cdc-monitor: ") for line in proc.stderr.splitlines()), proc.stderr
+    from cdc_monitor.spark import jvm_log_dir
+
+    newest = max(jvm_log_dir().glob("driver-*.log"), key=lambda p: p.stat().st_mtime)
+    assert "log4j" in newest.read_text(errors="replace")  # kept, not lost
+    report_file, textfile = tmp_path / "r.json", tmp_path / "new" / "folder" / "cdc.prom"
     proc = run("scan", str(captures / "faulty.jsonl.gz"), "--fail-on", "never", "--output", "json",
-               "--report-file", str(report_file), "--quiet")
-    assert proc.returncode == 0 and proc.stdout == ""
+               "--report-file", str(report_file), "--textfile", str(textfile), "--quiet")
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""  # quiet means quiet
     assert json.loads(report_file.read_text())["findings"]
+    assert "cdc_window_findings" in textfile.read_text()  # its folders created, as for --report-file
+
+
+@pytest.mark.parametrize("flag,name", [("--textfile", "cdc.prom"), ("--report-file", "r.json")])
+def test_unwritable_output_exits_2_before_spark(captures, tmp_path, flag, name):
+    (tmp_path / "a-file").write_text("")
+    target = tmp_path / "a-file" / "sub" / name  # a folder can never be made under a file
+    proc = run("scan", str(captures / "clean.jsonl"), flag, str(target))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and flag in lines[0] and "writable path" in lines[0], proc.stderr
+    assert "starting Spark" not in proc.stderr

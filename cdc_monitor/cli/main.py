@@ -29,8 +29,9 @@ class _Group(click.Group):
             if os.environ.get("CDC_MONITOR_DEBUG"):
                 raise
             first = (str(err).strip().splitlines() or [""])[0][:300]
+            log = os.environ.get("CDC_MONITOR_JVM_LOG")
             click.echo(f"cdc-monitor: error: {type(err).__name__}: {first} "
-                       "(set CDC_MONITOR_DEBUG=1 for the traceback)", err=True)
+                       f"(set CDC_MONITOR_DEBUG=1 for the traceback{f'; Spark log: {log}' if log else ''})", err=True)
             sys.exit(EXIT_CANNOT_RUN)
 
 
@@ -73,12 +74,13 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
          max_findings: int | None, push_gateway: str | None, textfile: str | None, job: str,
          spark_master: str | None, allow_empty: bool, quiet: bool, **kafka: Any) -> None:
     """Scan one bounded window of CDC records (kcat -J captures, or Kafka topics) and report."""
-    from cdc_monitor.cli.output import Output
+    from cdc_monitor.cli.output import Output, prepare_output_path
     from cdc_monitor.sources.inputs import prepare_input
 
     out = Output(output_mode, report_file, quiet)
     if textfile and not textfile.endswith(".prom"):
         raise UsageError(f"--textfile {textfile}: node_exporter only reads files ending in .prom")
+    prepare_output_path(textfile, "--textfile")
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, fail_on=fail_on,
                       max_findings=max_findings, spark_master=spark_master)
     started = time.time()
@@ -105,8 +107,8 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
             groups = prometheus.push(snapshot, push_gateway)
             out.log(f"cdc-monitor: metrics pushed to {push_gateway} ({len(groups)} group(s))")
     failing = result.worst_count(cfg.fail_on)
-    out.log(f"cdc-monitor: done in {time.time() - started:.1f}s; {failing} finding(s) at or above "
-            f"--fail-on {cfg.fail_on}")
+    out.log(f"cdc-monitor: scanned in {result.duration_seconds:.1f}s ({time.time() - started:.1f}s with Spark's "
+            f"start-up); {failing} finding(s) at or above --fail-on {cfg.fail_on}")
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
@@ -144,11 +146,12 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
          config_file: str | None, transaction_topic: str | None, lag_threshold: str | None, output_mode: str,
          report_file: str | None, spark_master: str | None, allow_empty: bool, quiet: bool, **kafka: Any) -> None:
     """CI data-quality gate: scan, then run Great Expectations suites over the results. Exit 0 pass, 1 fail."""
-    from cdc_monitor.cli.output import Output
+    from cdc_monitor.cli.output import Output, prepare_output_path
     from cdc_monitor.gate.suites import load_suites
     from cdc_monitor.sources.inputs import prepare_input
 
     out = Output(output_mode, report_file, quiet)
+    prepare_output_path(junit, "--junit")
     suites = load_suites(suite_files)
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
     started = time.time()

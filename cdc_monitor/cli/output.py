@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,11 +14,28 @@ if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult
 
 
+def prepare_output_path(path: str | None, flag: str) -> None:
+    """Before any work: the file's folder exists (created as needed) and is writable, so a run never
+    loses its result to a bad output path at the end."""
+    if not path:
+        return
+    folder = Path(path).expanduser().resolve().parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"{flag} {path}: cannot create the folder {folder} ({err.strerror}): choose a writable "
+                         "path") from None
+    target = folder / Path(path).name
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise UsageError(f"{flag} {path}: not writable: choose a writable path")
+
+
 class Output:
     def __init__(self, mode: str = "text", report_file: str | None = None, quiet: bool = False):
         if mode not in ("text", "json", "html"):
             raise UsageError(f"--output {mode!r} is not supported: use text, json or html")
         self.mode = mode
+        prepare_output_path(report_file, "--report-file")
         self.report_file = report_file
         self.quiet = quiet
 

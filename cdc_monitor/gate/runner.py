@@ -48,8 +48,13 @@ class Outcome:
             parts.append(f"{r['unexpected_count']} of {r.get('element_count')} rows unexpected"
                          + (f" ({pct:.2f}%)" if isinstance(pct, float | int) else ""))
         if r.get("partial_unexpected_counts"):
-            values = ", ".join(f"{c['value']!r} x{c['count']}" for c in r["partial_unexpected_counts"][:10])
-            parts.append(f"values: {values}")
+            counts = r["partial_unexpected_counts"]
+            values = ", ".join(f"{c['value']!r} x{c['count']}" for c in counts[:10])
+            sampled = sum(int(c["count"]) for c in counts)
+            if sampled < int(r.get("unexpected_count") or 0):  # GX counts values in its sample only
+                parts.append(f"values in a sample of {sampled} of the {r['unexpected_count']} unexpected rows: {values}")
+            else:
+                parts.append(f"values: {values}")
         if r.get("missing_count"):
             parts.append(f"{r['missing_count']} null")
         return "; ".join(parts) or "no observed value"

@@ -36,7 +36,7 @@ def render_html(result: ScanResult) -> str:
     verdict = "ok" if not total else ("error" if result.findings_by_rule.get("error") else "warning")
     parts.append(f"<p class={verdict}><strong>{total} finding(s)</strong> in {s['records']} records: {s['data_events']} data "
                  f"events, {s['tombstones']} tombstones, {s['transaction_markers']} transaction markers, "
-                 f"{s['invalid_records']} invalid records; scanned in {result.duration_seconds:.1f} s.</p>")
+                 f"{s['invalid_records']} invalid records; scanned in {result.duration_seconds:.1f}s.</p>")
     parts.append("<h2>Findings by check</h2>" + _table(
         ["check", "findings"], [[c, n] for c, n in s.get("findings_by_check", {}).items()], {1}))
     if result.lag:

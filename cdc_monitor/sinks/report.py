@@ -34,7 +34,7 @@ def render_text(result: ScanResult, out: IO[str], width: int = 120) -> None:
     console.print(
         f"[bold]cdc-monitor[/bold] scanned {s['records']} records: {s['data_events']} data events, "
         f"{s['tombstones']} tombstones, {s['transaction_markers']} transaction markers, "
-        f"{s['invalid_records']} invalid records ({result.duration_seconds:.1f}s)"
+        f"{s['invalid_records']} invalid records (scanned in {result.duration_seconds:.1f}s)"
     )
     if result.events_by_table:
         t = Table(title="Events by table", title_justify="left")

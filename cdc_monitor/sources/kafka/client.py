@@ -21,12 +21,31 @@ _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
 
 
-def unreachable(opts: KafkaOptions, err: object) -> InputError:
+def unreachable(opts: KafkaOptions, err: object, waited: bool = True) -> InputError:
+    within = f" within {opts.timeout_s:g}s" if waited else ""
     return InputError(
-        f"cannot reach Kafka at {opts.bootstrap_servers} within {opts.timeout_s:g}s ({err}): check "
+        f"cannot reach Kafka at {opts.bootstrap_servers}{within} ({err}): check "
         "--bootstrap-servers, that the broker runs and is reachable from here, and the kafka.security.protocol/"
         "SASL/SSL settings"
     )
+
+
+def refused_everywhere(bootstrap: str, timeout_s: float) -> str | None:
+    """When every bootstrap address actively refuses a TCP connection (nothing listens there), why;
+    else None (a connection, a timeout or a name that does not resolve is librdkafka's to judge)."""
+    import socket
+
+    reasons = []
+    for server in (s.strip() for s in bootstrap.split(",") if s.strip()):
+        host, _, port = server.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]") or server, int(port or 9092)), timeout=timeout_s):
+                return None
+        except ConnectionRefusedError:
+            reasons.append(f"{server}: connection refused")
+        except (OSError, ValueError):
+            return None
+    return "; ".join(reasons) or None
 
 
 def new_consumer(opts: KafkaOptions, **extra: Any):
@@ -55,6 +74,9 @@ class BrokerInspector:
         """Topic name -> partition count."""
         from confluent_kafka import KafkaException
 
+        refused = refused_everywhere(self.opts.bootstrap_servers, min(self.opts.timeout_s, 3.0))
+        if refused:  # nothing listens: say so now instead of after the metadata timeout
+            raise unreachable(self.opts, refused, waited=False)
         try:
             meta = self.consumer.list_topics(timeout=self.opts.timeout_s)
         except KafkaException as err:
