@@ -1,6 +1,6 @@
 """One exception hierarchy; every message says how to fix the problem.
 
-Exit codes follow design.md section 5: 0 clean, 1 findings at/above --fail-on, 2 could not run.
+Exit codes: 0 clean, 1 findings at/above --fail-on, 2 could not run.
 """
 
 from __future__ import annotations

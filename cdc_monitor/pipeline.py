@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_monitor import __version__
 from cdc_monitor.checks.catalogue import CATALOGUE
-from cdc_monitor.checks.decode import capture_line_findings
+from cdc_monitor.checks.decode import capture_line_findings, duplicate_record_findings
 from cdc_monitor.checks.findings import FINDING_COLUMNS
 from cdc_monitor.checks.transactions import summary_frame, transaction_summary
 from cdc_monitor.config import ScanConfig
@@ -125,6 +125,12 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         if rejects_count:
             finding_frames.append(capture_line_findings(rejects))
     facts = window_facts(events)
+    duplicates = {(p["topic"], p["partition"]): p["duplicates"] for p in facts.partitions if p.get("duplicates")}
+    if duplicates:  # overlapping captures: each record once (three more jobs, only then)
+        decoded = cache.materialize(decoded.dropDuplicates(["topic", "partition", "offset"]))
+        events = cache.materialize(without_texts(decoded))
+        facts = window_facts(events)
+        finding_frames.append(duplicate_record_findings(events.sparkSession, duplicates))
     window = facts.window
     lap("window", f" ({len(window['partitions'])} partitions)")
     checked = run_checks(events, facts, cfg, cache, texts=decoded)

@@ -62,12 +62,14 @@ LOCAL_DEFAULTS |= CLUSTER_DEFAULTS
 # A small input on a cluster is a small input in cold executors: what local mode does for every
 # input (interpreted expressions, no adaptive re-planning) and a quick-to-compile JVM (jvm.py).
 # An 800-record capture on a two-worker standalone cluster: 33.6 s as Spark's defaults, 23.1 s so.
-SMALL_ON_A_CLUSTER: dict[str, str] = {
+# watch's micro-batches are small inputs too: the same plan choices (its executors keep the
+# default JIT: they live as long as the watch).
+SMALL_PLANS_ON_A_CLUSTER: dict[str, str] = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-    "spark.executor.extraJavaOptions": SMALL_INPUT,
 }
+SMALL_ON_A_CLUSTER: dict[str, str] = {**SMALL_PLANS_ON_A_CLUSTER, "spark.executor.extraJavaOptions": SMALL_INPUT}
 
 
 def _check_java() -> None:
@@ -128,9 +130,10 @@ def _launch_driver_jvm(master: str, settings: dict[str, str]) -> None:
 
 
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
-              small_input: bool = False, write_archive: bool = False) -> SparkSession:
+              small_input: bool = False, write_archive: bool = False, micro_batches: bool = False) -> SparkSession:
     """Return the active session or build one with local defaults overridden by ``conf``.
-    ``small_input``: the run's input is known to be small; ``write_archive``: this driver writes
+    ``small_input``: the run's input is known to be small; ``micro_batches``: a streaming query
+    of small batches (watch); ``write_archive``: this driver writes
     the JVM's class archive at exit even if one exists (see cdc_monitor/jvm.py)."""
     _check_java()
     master = master or os.environ.get("CDC_MONITOR_SPARK_MASTER") or "local[*]"
@@ -148,6 +151,8 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     settings = dict(LOCAL_DEFAULTS) if local else dict(CLUSTER_DEFAULTS)
     if small_input and not local:
         settings |= SMALL_ON_A_CLUSTER
+    elif micro_batches and not local:
+        settings |= SMALL_PLANS_ON_A_CLUSTER
     settings.update(conf or {})
     if settings.get("spark.pyspark.python"):
         # PySpark tells executors which Python to run from this variable (the setting itself is

@@ -80,3 +80,25 @@ def test_bad_records_are_counted_exactly_and_kept_visible(scan, tmp_path):
     assert messages[4] == "key is not valid JSON: not-json-key"
     assert messages[5].startswith('value is not a Connect/Debezium object: {"payload": "a string"}')
     assert json.dumps(result.to_json_dict())  # the report renders with all of it
+
+
+def test_overlapping_captures_count_each_record_once_and_say_so(scan, tmp_path):
+    from cdc_monitor.generator import generate
+    from cdc_monitor.generator.capture import write_capture
+
+    whole = tmp_path / "whole.jsonl"
+    write_capture(generate("sqlserver", events=150, seed=9, partitions=2), whole)
+    lines = whole.read_text().splitlines()
+    overlap = write_lines(tmp_path / "again.jsonl", lines[: len(lines) // 3])  # captured twice
+    once, twice = scan([whole]), scan([whole, overlap])
+    assert twice.summary == {**once.summary, "findings_by_check": twice.summary["findings_by_check"],
+                             "findings_by_severity": twice.summary["findings_by_severity"]}
+    assert twice.window == once.window and twice.lag == once.lag and twice.transactions == once.transactions
+    dup = [f for f in twice.findings if f["rule"] == "duplicate_capture_record"]
+    assert [f for f in twice.findings if f not in dup] == once.findings  # no false duplicates, nothing else
+    again = {}
+    for line in lines[: len(lines) // 3]:
+        rec = json.loads(line)
+        again[(rec["topic"], rec["partition"])] = again.get((rec["topic"], rec["partition"]), 0) + 1
+    assert {(f["topic"], f["partition"]): int(f["message"].split()[0]) for f in dup} == again
+    assert all(f["severity"] == "warning" and f["check"] == "decode" for f in dup)

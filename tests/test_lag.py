@@ -1,4 +1,4 @@
-"""Lag definitions of design.md section 3 on hand-made events with known lags."""
+"""Lag definitions (README: "What is checked") on hand-made events with known lags."""
 
 from __future__ import annotations
 

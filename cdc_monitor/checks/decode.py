@@ -11,14 +11,18 @@ from cdc_monitor.decoding.events import SNIPPET
 from cdc_monitor.vocabulary import Rule
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 
 RULES = (
     Rule("invalid_json", "decode", "error", "record", "value or key is not exactly one valid JSON document"),
     Rule("invalid_envelope", "decode", "error", "record", "valid JSON, but not a Kafka Connect / Debezium object"),
     Rule("invalid_capture_line", "decode", "error", "record", "a capture-file line that is not a kcat -J record"),
+    Rule("duplicate_capture_record", "decode", "warning", "table",
+         "records read more than once (same topic, partition and offset: overlapping captures), counted once"),
 )
+# problems of the capture files, not of the stream: the generator never injects them
+CAPTURE_RULES = frozenset({"invalid_capture_line", "duplicate_capture_record"})
 
 
 def decode_rules() -> list[RecordRule]:
@@ -35,3 +39,12 @@ def decode_rules() -> list[RecordRule]:
 def capture_line_findings(rejects: DataFrame) -> DataFrame:
     msg = F.concat(F.lit("not a kcat -J record in "), F.col("file"), F.lit(": "), F.substring("line", 1, SNIPPET))
     return rejects.select(*finding("invalid_capture_line", msg))
+
+
+def duplicate_record_findings(spark: SparkSession, duplicates: dict[tuple[str, int], int]) -> DataFrame:
+    """One finding per partition some of whose records the input held more than once."""
+    rows = spark.createDataFrame(sorted((t, p, n) for (t, p), n in duplicates.items()),
+                                 "topic string, partition int, n bigint")
+    msg = F.concat(F.col("n").cast("string"), F.lit(" record(s) read more than once (same topic, partition and "
+                                                      "offset: overlapping captures?); each counted and checked once"))
+    return rows.select(*finding("duplicate_capture_record", msg, topic=F.col("topic"), partition=F.col("partition")))

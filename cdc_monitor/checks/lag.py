@@ -1,4 +1,4 @@
-"""lag check (design.md section 3): ``ts_ms - source.ts_ms`` per table, plus record-time lag.
+"""lag check: ``ts_ms - source.ts_ms`` per table, plus record-time lag.
 
 Change events are ``c``/``u``/``d`` that are not snapshot events and decoded cleanly. Invalid
 source timestamps and negative lags are findings per record; negative lags still count in the

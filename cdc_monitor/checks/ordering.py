@@ -1,4 +1,4 @@
-"""ordering check: per key, within a partition, in offset order (design.md section 2).
+"""ordering check: per key, within a partition, in offset order.
 
 Keys are compared by their payload text (``key_payload``), so a key-schema change does not
 split a key. A ``duplicate`` is a data event equal to an earlier one of the same key in the

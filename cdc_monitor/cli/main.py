@@ -1,4 +1,5 @@
-"""``cdc-monitor``: a thin click layer over the pipeline. Exit codes: design.md section 5."""
+"""``cdc-monitor``: a thin click layer over the pipeline. Exit codes: 0 clean, 1 findings at or above --fail-on,
+2 could not run."""
 
 from __future__ import annotations
 
@@ -304,7 +305,7 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
     from cdc_monitor.spark import get_spark
     from cdc_monitor.watch.runner import Watcher, WatchOptions
 
-    spark = get_spark(cfg.spark_master, cfg.spark_conf)
+    spark = get_spark(cfg.spark_master, cfg.spark_conf, micro_batches=True)
     watcher = Watcher(spark, WatchOptions(options, Path(checkpoint).resolve(), interval_ms / 1000, host or "0.0.0.0",
                                           int(port), job, settings))
     sys.exit(watcher.run())

@@ -1,6 +1,6 @@
 """The cdc-monitor Grafana dashboard as code: ``cdc-monitor dashboards build`` writes dashboards/*.json.
 
-Every panel queries only metrics of design.md section 6 (the test suite evaluates each query
+Every panel queries only metrics the exporter serves (the test suite evaluates each query
 against a real Prometheus fed by a faulty scan). Variables: datasource, server, table.
 """
 

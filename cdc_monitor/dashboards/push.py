@@ -16,7 +16,7 @@ def _api(url: str, token: str, timeout: float):
     try:
         from grafana_client import GrafanaApi
     except ImportError:
-        raise UsageError("dashboards push needs grafana-client: pip install 'cdc-monitor[grafana]'") from None
+        raise UsageError("dashboards push needs grafana-client: pip install -e '.[grafana]' (the grafana extra)") from None
     return GrafanaApi.from_url(url, credential=token, timeout=timeout)
 
 

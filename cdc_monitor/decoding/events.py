@@ -257,5 +257,5 @@ def without_texts(events: DataFrame) -> DataFrame:
 
 
 def valid_source_ts(col: Column) -> Column:
-    """design.md 3: an integer between 2000-01-01 and 2100-01-01 (ms)."""
+    """A valid source timestamp: an integer between 2000-01-01 and 2100-01-01 (ms)."""
     return col.isNotNull() & (col >= TS_MIN_MS) & (col < TS_MAX_MS)

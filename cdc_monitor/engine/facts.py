@@ -119,5 +119,7 @@ def _partitions(rows: list[Row]) -> list[dict[str, Any]]:
         p["min_ts_ms"] = _min(p["min_ts_ms"], r["min_ts_ms"])
         p["max_ts_ms"] = _max(p["max_ts_ms"], r["max_ts_ms"])
     for p in parts.values():
-        p["from_start"] = p["first_offset"] == 0 and p["last_offset"] - p["first_offset"] + 1 == p.pop("distinct")
+        distinct = p.pop("distinct")
+        p["duplicates"] = p["records"] - distinct  # the same offset read more than once (overlapping captures)
+        p["from_start"] = p["first_offset"] == 0 and p["last_offset"] - p["first_offset"] + 1 == distinct
     return [parts[k] for k in sorted(parts)]

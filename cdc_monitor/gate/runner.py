@@ -77,7 +77,7 @@ def _import_gx():
     try:
         import great_expectations as gx
     except ImportError:
-        raise EnvironmentProblem("the gate needs Great Expectations: pip install 'cdc-monitor[gx]'") from None
+        raise EnvironmentProblem("the gate needs Great Expectations: pip install -e '.[gx]' (the gx extra)") from None
     logging.getLogger("great_expectations").setLevel(logging.ERROR)
     return gx
 

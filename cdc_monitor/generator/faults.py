@@ -1,4 +1,4 @@
-"""Fault injection: every rule of design.md section 2 that a flavour can exhibit, each a few times.
+"""Fault injection: every rule of the catalogue that a flavour can exhibit, each a few times.
 
 Faults are spread over the timeline, one per few transactions, so they never touch each other.
 Each leaves exactly one labelled record: the ground truth the checks are measured against.

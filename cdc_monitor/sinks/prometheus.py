@@ -1,4 +1,4 @@
-"""Prometheus metrics of design.md section 6: one collector over a results snapshot, and transports.
+"""Prometheus metrics (the README lists them): one collector over a results snapshot, and transports.
 
 Render and transport are separate: ``MetricsSnapshot`` -> ``SnapshotCollector`` -> a private
 ``CollectorRegistry`` (never the global one); ``render`` gives the exposition text, ``push``

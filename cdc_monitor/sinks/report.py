@@ -1,4 +1,4 @@
-"""JSON and text reports of a ScanResult (design.md section 4)."""
+"""JSON and text reports of a ScanResult (the JSON shape is in the README)."""
 
 from __future__ import annotations
 

@@ -93,3 +93,11 @@ def test_an_input_with_no_records_is_refused_before_spark(tmp_path):
     assert prepare_input((str(tmp_path),), KafkaFlags(), allow_empty=True).paths == (str(tmp_path),)
     (tmp_path / "c.jsonl").write_text("\n")  # a line, even blank: only Spark can tell
     assert prepare_input((str(tmp_path),), KafkaFlags()).paths == (str(tmp_path),)
+
+
+def test_fail_on_counts_findings_at_or_above_the_severity():
+    from cdc_monitor.pipeline import ScanResult
+
+    result = ScanResult(window={}, summary={}, events_by_table=[],
+                        findings_by_rule={"error": {"invalid_json": 2}, "warning": {"lag_spike": 3}, "info": {"x": 4}})
+    assert [result.worst_count(f) for f in ("error", "warning", "never")] == [2, 5, 0]
