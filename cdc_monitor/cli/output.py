@@ -66,7 +66,7 @@ class Output:
         self._emit("\n".join(lines) + "\n")
 
     def report(self, result: ScanResult) -> None:
-        from cdc_monitor.sinks.report import render_json, render_text
+        from cdc_monitor.sinks.report import render_json, render_text, text_width
 
         if self.mode == "json":
             self._emit(render_json(result))
@@ -78,5 +78,7 @@ class Output:
             import io
 
             buf = io.StringIO()
-            render_text(result, buf)
+            on_terminal = not self.report_file and sys.stdout.isatty()
+            render_text(result, buf, width=text_width(sys.stdout) if not self.report_file else 120,
+                        colour=on_terminal and not os.environ.get("NO_COLOR"))
             self._emit(buf.getvalue())

@@ -10,26 +10,50 @@ from rich.console import Console
 from rich.table import Table
 
 from cdc_monitor.checks.catalogue import RULES
+from cdc_monitor.vocabulary import SEVERITY_RANK
 
 if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult
 
 SAMPLE_LOCATIONS = 3
+LAG_ROWS = 15
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def render_json(result: ScanResult) -> str:
     return json.dumps(result.to_json_dict(), indent=2, sort_keys=False, default=str) + "\n"
 
 
+def short_id(txn_id: str, keep: int = 18) -> str:
+    """A transaction id short enough for a table cell: its start and end (ids such as
+    ``file=mysql-bin.000003,pos=154:...`` or ``4242:25055872`` stay whole up to ``keep``)."""
+    return txn_id if len(txn_id) <= keep else f"{txn_id[:keep - 8]}…{txn_id[-7:]}"
+
+
 def _location(f: dict) -> str:
-    parts = [f"{f['topic']}[{f['partition']}]@{f['offset']}" if f.get("topic") else None]
+    parts = [f"{f['topic']}[{f['partition']}]@{f['offset']}" if f.get("topic") and f.get("offset") is not None
+             else f"{f['topic']}[{f['partition']}]" if f.get("topic") else None]
     if f.get("txn_id"):
-        parts.append(f"txn {f['txn_id']}")
+        parts.append(f"txn {short_id(f['txn_id'])}")
     return " ".join(p for p in parts if p) or (f.get("message") or "")[:60]
 
 
-def render_text(result: ScanResult, out: IO[str], width: int = 120) -> None:
-    console = Console(file=out, width=width, highlight=False, soft_wrap=False)
+def text_width(out: IO[str]) -> int:
+    """``COLUMNS`` when set, the terminal's width on a terminal, else 120 (a file or a pipe)."""
+    import os
+    import shutil
+
+    if os.environ.get("COLUMNS", "").isdigit():
+        return max(40, int(os.environ["COLUMNS"]))
+    if getattr(out, "isatty", lambda: False)():
+        return max(40, shutil.get_terminal_size((120, 24)).columns)
+    return 120
+
+
+def render_text(result: ScanResult, out: IO[str], width: int | None = None, colour: bool = False) -> None:
+    """``colour``: ANSI colours (the caller knows whether the text ends on a terminal; NO_COLOR wins)."""
+    console = Console(file=out, width=width or text_width(out), highlight=False, soft_wrap=False,
+                      force_terminal=colour, no_color=not colour or None)
     s = result.summary
     console.print(
         f"[bold]cdc-monitor[/bold] scanned {s['records']} records: {s['data_events']} data events, "
@@ -44,12 +68,16 @@ def render_text(result: ScanResult, out: IO[str], width: int = 120) -> None:
             t.add_row(str(r["server"]), str(r["table"]), str(r["op"]), str(r["count"]))
         console.print(t)
     if result.lag:
-        t = Table(title="Lag (worst p99 first, ms)", title_justify="left")
-        for col in ("table", "count", "p50", "p95", "p99", "max", "negative", "invalid ts", "snapshot"):
-            t.add_column(col, justify="left" if col == "table" else "right")
-        for r in sorted(result.lag, key=lambda r: -(r.get("p99_ms") or 0))[:15]:
-            t.add_row(r["table"], *(str(r.get(k)) for k in ("count", "p50_ms", "p95_ms", "p99_ms", "max_ms",
-                                                             "negative", "invalid_source_ts", "snapshot_excluded")))
+        worst = sorted(result.lag, key=lambda r: -(r.get("p99_ms") or 0))
+        more = len(worst) - LAG_ROWS
+        t = Table(title="Lag (worst p99 first, ms)", title_justify="left",
+                  caption=f"{more} more table(s): --output json lists them all" if more > 0 else None,
+                  caption_justify="left")
+        for col in ("server", "table", "count", "p50", "p95", "p99", "max", "negative", "invalid ts", "snapshot"):
+            t.add_column(col, justify="left" if col in ("server", "table") else "right")
+        for r in worst[:LAG_ROWS]:
+            t.add_row(str(r.get("server")), r["table"], *(str(r.get(k)) for k in (
+                "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "negative", "invalid_source_ts", "snapshot_excluded")))
         console.print(t)
     if result.transactions:
         tx = result.transactions
@@ -60,13 +88,14 @@ def render_text(result: ScanResult, out: IO[str], width: int = 120) -> None:
     for f in result.findings:
         samples[f["rule"]].append(f)
     if result.findings_by_rule:
-        t = Table(title="Findings by rule", title_justify="left")
-        for col in ("check", "rule", "severity", "count", "sample locations"):
+        t = Table(title="Findings by rule (errors first)", title_justify="left")
+        for col in ("severity", "check", "rule", "count", "sample locations"):
             t.add_column(col, justify="right" if col == "count" else "left")
         rows = [(sev, rule, n) for sev, by_rule in result.findings_by_rule.items() for rule, n in by_rule.items()]
-        for sev, rule, n in sorted(rows, key=lambda r: (RULES[r[1]][0], r[1])):
+        for sev, rule, n in sorted(rows, key=lambda r: (-SEVERITY_RANK.get(r[0], -1), RULES[r[1]][0], r[1])):
             locs = "; ".join(_location(f) for f in samples[rule][:SAMPLE_LOCATIONS])
-            t.add_row(RULES[rule][0], rule, sev, str(n), locs)
+            t.add_row(f"[{SEVERITY_STYLE.get(sev, '')}]{sev}[/]" if sev in SEVERITY_STYLE else sev,
+                      RULES[rule][0], rule, str(n), locs)
         console.print(t)
     else:
         console.print("[green]No findings.[/green]")
