@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from cdc_monitor import __version__
+from cdc_monitor.cli.help import epilog
 from cdc_monitor.cli.kafka_flags import kafka_flags, pop_kafka_flags
 from cdc_monitor.errors import EXIT_CANNOT_RUN, EXIT_FINDINGS, EXIT_OK, CdcMonitorError, UsageError
 
@@ -53,7 +54,7 @@ def cli() -> None:
     """Lag, transaction completeness, schema conformity and ordering checks for Debezium CDC topics."""
 
 
-@cli.command()
+@cli.command(epilog=epilog("scan"))
 @click.argument("paths", nargs=-1, type=click.Path())
 @kafka_flags
 @click.option("--config", "config_file", type=click.Path(), help="TOML config file (flags override it).")
@@ -128,7 +129,7 @@ def scan_config(config_file: str | None, transaction_topic: str | None, lag_thre
     )
 
 
-@cli.command()
+@cli.command(epilog=epilog("gate"))
 @click.argument("paths", nargs=-1, type=click.Path())
 @kafka_flags
 @click.option("--suite", "suite_files", multiple=True, required=True, type=click.Path(),
@@ -190,7 +191,7 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
     sys.exit(EXIT_FINDINGS if result.failed else EXIT_OK)
 
 
-@cli.command()
+@cli.command(epilog=epilog("generate"))
 @click.option("--flavour", type=click.Choice(["mysql", "dtle", "postgresql", "sqlserver", "oracle", "yugabyte"]),
               default="mysql", show_default=True)
 @click.option("--events", type=click.IntRange(1), default=1000, show_default=True, help="Data change events.")
@@ -249,7 +250,7 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
     click.echo(msg, err=True)
 
 
-@cli.command()
+@cli.command(epilog=epilog("watch"))
 @click.option("--bootstrap-servers", required=True, help="Kafka at HOST:PORT[,...].")
 @click.option("--topics", help="Regex of topics (whole names; default: all but internal topics).")
 @click.option("--transaction-topic", help="Transaction topic name (default: '<prefix>.transaction' of the topics).")
@@ -316,7 +317,7 @@ def dashboards() -> None:
     """Grafana dashboards: build them from code, push them with the HTTP API."""
 
 
-@dashboards.command("build")
+@dashboards.command("build", epilog=epilog("dashboards build"))
 @click.option("--output-dir", default="dashboards", show_default=True, type=click.Path())
 def dashboards_build(output_dir: str) -> None:
     """Write the dashboard JSON files."""
@@ -326,7 +327,7 @@ def dashboards_build(output_dir: str) -> None:
         click.echo(f"wrote {path}", err=True)
 
 
-@dashboards.command("push")
+@dashboards.command("push", epilog=epilog("dashboards push"))
 @click.option("--grafana-url", required=True, help="Grafana base URL, e.g. https://grafana.example.com")
 @click.option("--token-env", default="GRAFANA_TOKEN", show_default=True,
               help="Environment variable holding the API token (service account token).")
@@ -347,7 +348,7 @@ def dashboards_push(grafana_url: str, token_env: str, folder: str, folder_path: 
         click.echo(f"pushed {r['file']} -> {r['url'] or r['uid']} ({r['status']})", err=True)
 
 
-@cli.command("warm-up")
+@cli.command("warm-up", epilog=epilog("warm-up"))
 def warm_up() -> None:
     """Write the JVM class archive that makes every later run start seconds faster (runs once by
     itself otherwise; for images and CI set-up). CDC_MONITOR_JVM_CACHE=off disables the archive."""
