@@ -13,3 +13,12 @@ CATALOGUE: dict[str, Rule] = {r.name: r for m in (decode, lag, transactions, sch
 RULES: dict[str, tuple[str, str, str]] = {r.name: (r.check, r.severity, r.meaning) for r in CATALOGUE.values()}
 ONCE_PER_TOPIC = schema.ONCE_PER_TOPIC
 
+
+
+def rules_markdown() -> str:
+    """The catalogue as the table docs/rules.md holds (tests/unit/test_vocabulary.py keeps it current:
+    ``python -c "from cdc_monitor.checks.catalogue import rules_markdown; print(rules_markdown())"``)."""
+    rows = ["| rule | check | severity | judged per | meaning |", "| --- | --- | --- | --- | --- |"]
+    for r in CATALOGUE.values():
+        rows.append(f"| `{r.name}` | {r.check} | {r.severity} | {r.scope} | {r.meaning} |")
+    return "\n".join(rows) + "\n"

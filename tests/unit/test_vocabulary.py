@@ -25,3 +25,13 @@ def test_column_twin_agrees(spark):
     ids = ["571:53195829", "3e11fa47-71ca-11e1-9e33-c80aa9429562:7", "00000027:00000700:0005", "571:", None]
     rows = spark.createDataFrame([(i,) for i in ids], "id string").select(txn_key_col(F.col("id")).alias("k")).collect()
     assert [r["k"] for r in rows] == [txn_key(i) for i in ids]
+
+
+def test_docs_rules_table_is_the_catalogue():
+    from pathlib import Path
+
+    from cdc_monitor.checks.catalogue import rules_markdown
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "rules.md").read_text()
+    table = doc.split("<!-- rules:begin -->\n")[1].split("<!-- rules:end -->")[0]
+    assert table == rules_markdown(), "docs/rules.md is behind the catalogue: regenerate its table (see rules_markdown)"
