@@ -147,9 +147,13 @@ def test_unwritable_output_exits_2_before_spark(captures, tmp_path, flag, name):
 @pytest.mark.parametrize("verb", [["scan"], ["gate"], ["watch"], ["generate"], ["warm-up"], ["dashboards", "build"],
                                   ["dashboards", "push"]])
 def test_help_shows_two_examples_and_the_exit_codes(verb):
-    proc = run(*verb, "--help")
-    assert proc.returncode == 0, proc.stderr
-    examples = proc.stdout.split("Examples:")[1].split("Exit codes:")[0]
+    from click.testing import CliRunner
+
+    from cdc_monitor.cli.main import cli
+
+    proc = CliRunner().invoke(cli, [*verb, "--help"], terminal_width=100)  # the same click command, in-process
+    assert proc.exit_code == 0, proc.output
+    examples = proc.output.split("Examples:")[1].split("Exit codes:")[0]
     assert sum(f"cdc-monitor {' '.join(verb)}" in line for line in examples.splitlines()) == 2
-    codes = proc.stdout.split("Exit codes:")[1].splitlines()
+    codes = proc.output.split("Exit codes:")[1].splitlines()
     assert codes[1].split()[0] == "0" and codes[-1].split()[:4] == ["2", "could", "not", "run:"]
