@@ -59,24 +59,30 @@ def test_missing_suite_exits_2(tmp_path):
     assert proc.returncode == 2 and "does not exist" in proc.stderr
 
 
-def test_clean_capture_passes_every_shipped_suite(spark, tmp_path):
+def gate_locally(spark, capture: Path):
+    """The gate in-process in the session's local Spark: every shipped suite over one capture."""
     from cdc_monitor.config import ScanConfig
     from cdc_monitor.gate.run import run_gate
     from cdc_monitor.gate.runner import GateRunner
-    from cdc_monitor.generator import generate
-    from cdc_monitor.generator.capture import write_capture
     from cdc_monitor.pipeline import run_scan
     from cdc_monitor.sources.capture import read_capture
 
-    write_capture(generate("sqlserver", events=300, seed=21), tmp_path / "clean.jsonl")
     suites = [load_suite(p) for p in SUITES]
     runner = GateRunner()
     runner.prepare(suites)
-    scanned = run_scan(read_capture(spark, [str(tmp_path / "clean.jsonl")]), ScanConfig(), keep_events=True)
+    scanned = run_scan(read_capture(spark, [str(capture)]), ScanConfig(), keep_events=True)
     try:
-        result = run_gate(scanned, suites, runner)
+        return run_gate(scanned, suites, runner)
     finally:
         scanned.release()
+
+
+def test_clean_capture_passes_every_shipped_suite(spark, tmp_path):
+    from cdc_monitor.generator import generate
+    from cdc_monitor.generator.capture import write_capture
+
+    write_capture(generate("sqlserver", events=300, seed=21), tmp_path / "clean.jsonl")
+    result = gate_locally(spark, tmp_path / "clean.jsonl")
     assert not result.failed, [(o.title, o.observed()) for o in result.failed]
     assert len(result.outcomes) == sum(len(json.loads(p.read_text())["expectations"]) for p in SUITES)
     events = [o for o in result.outcomes if o.frame == "events"]
@@ -85,13 +91,8 @@ def test_clean_capture_passes_every_shipped_suite(spark, tmp_path):
 
 def test_faulty_capture_fails_the_gate_with_junit_and_data_docs(spark, spark_cluster, tmp_path):
     """Run on the session's Spark standalone cluster: the same verdicts as local mode."""
-    from cdc_monitor.config import ScanConfig
-    from cdc_monitor.gate.run import run_gate
-    from cdc_monitor.gate.runner import GateRunner
     from cdc_monitor.generator import generate
     from cdc_monitor.generator.capture import write_capture
-    from cdc_monitor.pipeline import run_scan
-    from cdc_monitor.sources.capture import read_capture
 
     traffic = generate("mysql", events=600, seed=5, faults=True)
     write_capture(traffic, tmp_path / "faulty.jsonl")
@@ -102,14 +103,7 @@ def test_faulty_capture_fails_the_gate_with_junit_and_data_docs(spark, spark_clu
     proc = run_cli(*args)
     assert proc.returncode == 1, proc.stderr[-3000:]
     failed_lines = [line for line in proc.stdout.splitlines() if line.strip().startswith("FAIL [")]
-    suites = [load_suite(p) for p in SUITES]
-    runner = GateRunner()
-    runner.prepare(suites)
-    scanned = run_scan(read_capture(spark, [str(tmp_path / "faulty.jsonl")]), ScanConfig(), keep_events=True)
-    try:
-        local = run_gate(scanned, suites, runner)
-    finally:
-        scanned.release()
+    local = gate_locally(spark, tmp_path / "faulty.jsonl")
     verdicts = [line.strip() for line in proc.stdout.splitlines() if line.strip().startswith(("FAIL [", "observed:"))]
     assert verdicts == [x for o in local.failed for x in (f"FAIL [{o.suite}] {o.title}", f"observed: {o.observed()}")]
     # the faults the generator injected must show up as these failed expectations
