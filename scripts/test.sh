@@ -57,8 +57,11 @@ fi
 # tests/test_jvm_archive.py proves a scan uses it). Not fatal: without it runs are only slower.
 .venv/bin/python -m cdc_monitor warm-up || echo "test.sh: cdc-monitor warm-up failed; running without the JVM class archive" >&2
 
+# Two workers (xdist): the suite waits on brokers, servers and JVM starts as much as it computes.
+# Tests that share the Spark standalone cluster run on one worker (their xdist_group), so only
+# one cluster starts. CDC_MONITOR_TEST_WORKERS=0 runs everything in this process.
 set +e
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest -n "${CDC_MONITOR_TEST_WORKERS:-2}" --dist loadgroup "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

@@ -8,6 +8,29 @@ import pytest
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
+# the longest tests start first, so two xdist workers finish together rather than one waiting
+# out a long test started last
+LONG_FIRST = (
+    "tests/test_watch.py::",
+    "tests/test_kafka_source.py::test_cli_generate_to_kafka_then_scan_a_time_window_on_a_cluster",
+    "tests/test_accuracy.py::test_every_injected_fault_is_found_exactly",
+    "tests/test_gate.py::test_faulty_capture",
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """Tests that use the Spark standalone cluster share one xdist worker (one cluster starts),
+    and the longest tests go first."""
+    for item in items:
+        if "spark_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark-cluster"))
+
+    def rank(item) -> int:
+        return next((i for i, prefix in enumerate(LONG_FIRST) if item.nodeid.startswith(prefix)), len(LONG_FIRST))
+
+    items.sort(key=rank)
+
 
 @pytest.fixture(scope="session")
 def spark():

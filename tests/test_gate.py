@@ -89,8 +89,7 @@ def test_clean_capture_passes_every_shipped_suite(spark, tmp_path):
     assert events and all(o.result.get("element_count", 0) > 300 for o in events)  # GX saw the real rows
 
 
-def test_faulty_capture_fails_the_gate_with_junit_and_data_docs(spark, spark_cluster, tmp_path):
-    """Run on the session's Spark standalone cluster: the same verdicts as local mode."""
+def test_faulty_capture_fails_the_gate_with_junit_and_data_docs(spark, tmp_path):
     from cdc_monitor.generator import generate
     from cdc_monitor.generator.capture import write_capture
 
@@ -99,7 +98,7 @@ def test_faulty_capture_fails_the_gate_with_junit_and_data_docs(spark, spark_clu
     injected_ops = collections.Counter(lab.rec.value["op"] for lab in traffic.labels if lab.rule == "invalid_op")
     junit, docs = tmp_path / "out" / "junit.xml", tmp_path / "docs"
     args = ["gate", str(tmp_path / "faulty.jsonl"), "--suite", str(ROOT / "expectations"),
-            "--junit", str(junit), "--data-docs", str(docs), *spark_cluster["args"]]
+            "--junit", str(junit), "--data-docs", str(docs)]
     proc = run_cli(*args)
     assert proc.returncode == 1, proc.stderr[-3000:]
     failed_lines = [line for line in proc.stdout.splitlines() if line.strip().startswith("FAIL [")]
