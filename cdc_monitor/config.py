@@ -58,7 +58,7 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
         elif name in {f.name for f in fields(ScanConfig)}:
             out[name] = value
         elif name not in ("tables", "spark", "kafka"):
-            raise UsageError(f"{origin}: unknown setting {key!r}; see README 'Configuration'")
+            raise UsageError(f"{origin}: unknown setting {key!r}; see docs/configuration.md")
     tables = data.get("tables", {})
     thresholds = {t: parse_duration_ms(v.get("lag_threshold"), f"{origin}: tables.{t}.lag_threshold")
                   for t, v in tables.items() if isinstance(v, dict) and "lag_threshold" in v}

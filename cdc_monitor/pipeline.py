@@ -21,6 +21,7 @@ from cdc_monitor import __version__
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.checks.decode import capture_line_findings, duplicate_record_findings
 from cdc_monitor.checks.findings import FINDING_COLUMNS
+from cdc_monitor.checks.lag import HISTOGRAM_LE_S
 from cdc_monitor.checks.transactions import summary_frame, transaction_summary
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records, without_texts
@@ -29,6 +30,7 @@ from cdc_monitor.engine.census import events_by_table, nulls_first, schema_versi
 from cdc_monitor.engine.collect import collect_all
 from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.engine.jobs import JobCounter
+from cdc_monitor.engine.series import findings_series, lag_series, step_ms
 from cdc_monitor.vocabulary import CHECKS, SEVERITY_RANK
 
 if TYPE_CHECKING:
@@ -54,6 +56,8 @@ class ScanResult:
     duration_seconds: float = 0.0
     finished_at: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)  # what was read (files, or brokers and topics)
+    series: dict[str, Any] = field(default_factory=dict)  # step_ms, lag and findings per interval (engine/series.py)
     # with run_scan(keep_events=True): the cached events frame, alive until release() is called
     events_frame: DataFrame | None = field(default=None, repr=False)
     release: Callable[[], None] = field(default=lambda: None, repr=False)
@@ -72,15 +76,29 @@ class ScanResult:
         return {
             "tool": "cdc-monitor",
             "version": __version__,
+            "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.finished_at)),
+            "inputs": self.inputs,
             "window": self.window,
             "summary": self.summary,
             "events": self.events_by_table,
-            "lag": self.lag,
+            "lag": [lag_json(r) for r in self.lag],
             "transactions": self.transactions,
             "schemas": self.schemas,
             "findings": self.findings,
+            "series": self.series,
             "timings_seconds": self.timings,
         }
+
+
+def lag_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A lag row as the JSON report shows it: the histogram's cumulative counts keyed by their
+    upper bound in seconds, as Prometheus' ``le`` label spells it."""
+    out = {k: v for k, v in row.items() if k != "le_counts"}
+    counts = row.get("le_counts")
+    if counts is not None:
+        out["histogram"] = {**{format(le, "g"): n for le, n in zip(HISTOGRAM_LE_S, counts, strict=True)},
+                            "+Inf": row.get("count")}
+    return out
 
 
 def findings_by_check(counts: dict[str, dict[str, int]]) -> dict[str, int]:
@@ -139,7 +157,9 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     findings = finding_frames[0]
     for frame in finding_frames[1:]:
         findings = findings.unionByName(frame.select(*FINDING_COLUMNS))
-    parts = {"lag": checked.lag}
+    step = step_ms(window["start_ms"], window["end_ms"])
+    parts = {"lag": checked.lag, "lag_series": lag_series(events, step),
+             "findings_series": findings_series(findings, events, step)}
     if checked.transactions is not None:
         parts["transactions"] = summary_frame(checked.transactions)
     collected = collect_all(findings, cfg.max_findings, parts)
@@ -166,6 +186,11 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         findings_by_rule=counts,
         finding_counts=collected.counts,
         timings=timings,
+        inputs=dict(source.description),
+        series={"step_ms": step, "lag_threshold_ms": cfg.lag_threshold_ms,
+                "table_lag_threshold_ms": dict(cfg.table_lag_threshold_ms),
+                "lag": sorted(collected.parts["lag_series"], key=lambda r: nulls_first(r["server"], r["table"], r["t_ms"])),
+                "findings": sorted(collected.parts["findings_series"], key=lambda r: nulls_first(r["rule"], r["t_ms"]))},
     )
     lap("summary")
     timings["spark_jobs"] = jobs.stop()

@@ -16,15 +16,18 @@ if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
 fi
 java -version 2>&1 | head -1 >&2
 
-# Prometheus, promtool and the Pushgateway from Debian (not started as services: the tests start
-# them on loopback ports and stop them).
-missing=""
-for bin in prometheus promtool prometheus-pushgateway; do
-  command -v "$bin" >/dev/null 2>&1 || missing="yes"
+# Debian packages: Prometheus, promtool and the Pushgateway (not started as services: the tests
+# start them on loopback ports and stop them), and headless Chromium (tests/test_html_report.py
+# opens the HTML report in a real browser). One apt run for whatever is missing.
+packages=""
+for bin in prometheus promtool; do
+  command -v "$bin" >/dev/null 2>&1 || packages="prometheus"
 done
-if [ -n "$missing" ]; then
+command -v prometheus-pushgateway >/dev/null 2>&1 || packages="$packages prometheus-pushgateway"
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || packages="$packages chromium"
+if [ -n "$packages" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "test.sh: installing Debian's prometheus and prometheus-pushgateway" >&2
+    echo "test.sh: installing Debian's$packages" >&2
     # the tests start their own servers: keep the install from starting the packaged services
     # (Debian's policy-rc.d hook, 101 = action forbidden), rather than stopping them afterwards
     policy=""
@@ -32,12 +35,13 @@ if [ -n "$missing" ]; then
       printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && policy="yes"
     fi
     installed=0
+    # shellcheck disable=SC2086
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      prometheus prometheus-pushgateway >/dev/null; } || installed=$?
+      $packages >/dev/null; } || installed=$?
     if [ -n "$policy" ]; then rm -f /usr/sbin/policy-rc.d; fi
     [ "$installed" = 0 ] || exit "$installed"
   else
-    echo "test.sh: prometheus/promtool/prometheus-pushgateway not found: apt-get install prometheus prometheus-pushgateway" >&2
+    echo "test.sh: missing Debian packages: apt-get install$packages" >&2
     exit 2
   fi
 fi

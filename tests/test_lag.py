@@ -6,6 +6,8 @@ import json
 import math
 import random
 
+from cdc_monitor.checks.lag import HISTOGRAM_LE_S
+from cdc_monitor.pipeline import lag_json
 from tests.support.captures import kcat_line, write_lines
 
 BASE = 1_767_225_600_000
@@ -39,6 +41,14 @@ def test_percentiles_are_exact_nearest_rank_and_edges_are_counted(scan, tmp_path
         assert row[name] == nearest_rank(lags, p), name
     assert row["max_ms"] == 70_000 and row["sum_ms"] == sum(lags)
     assert row["negative"] == 2 and row["invalid_source_ts"] == 2 and row["snapshot_excluded"] == 2
+    # the histogram (cdc_change_lag_seconds, the JSON report's "histogram"): cumulative, exact
+    assert row["le_counts"] == [sum(lag <= le * 1000 for lag in lags) for le in HISTOGRAM_LE_S]
+    assert lag_json(row)["histogram"]["+Inf"] == n and lag_json(row)["histogram"]["2.5"] == sum(lag <= 2500 for lag in lags)
+    # the lag per interval of record time: every change event with a lag, its largest lag
+    step = result.series["step_ms"]
+    assert sum(r["count"] for r in result.series["lag"]) == n
+    assert max(r["max_ms"] for r in result.series["lag"]) == 70_000
+    assert all(r["t_ms"] % step == 0 for r in result.series["lag"]) and step >= (n * 1000) // 60
     rules = sorted(f["rule"] for f in result.findings)
     assert rules == ["invalid_source_ts"] * 2 + ["lag_spike"] + ["negative_lag"] * 2
 

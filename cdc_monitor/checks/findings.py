@@ -52,12 +52,19 @@ def _finding_columns(
         _or_null(partition, "int").alias("partition"),
         offset_col.alias("offset"),
         F.slice(offsets.cast("array<bigint>"), 1, MAX_OFFSETS).alias("offsets"),
-        _or_null(key, "string").alias("key"),
+        key_payload(_or_null(key, "string")).alias("key"),
         _or_null(txn_id, "string").alias("txn_id"),
         message.cast("string").alias("message"),
         _or_null(server, "string").alias("server"),
         _or_null(table, "string").alias("table"),
     ]
+
+
+def key_payload(key: Column) -> Column:
+    """The key a finding names: the payload of a key with an embedded schema (``{"id": 1004}``,
+    not the schema's kilobyte), otherwise the key text as read."""
+    payload = F.get_json_object(key, "$.payload")
+    return F.when(F.get_json_object(key, "$.schema").isNotNull() & payload.isNotNull(), payload).otherwise(key)
 
 
 def finding(rule: str, message: Column, **loc: Column | None) -> list[Column]:

@@ -30,6 +30,10 @@ RULES = (
 
 QUANTILES = (("p50_ms", 0.5), ("p95_ms", 0.95), ("p99_ms", 0.99))
 GROUP = ["server", "topic", "table"]
+# upper bounds (seconds) of the lag histogram: CDC lag runs from tens of milliseconds on a healthy
+# connector to hours behind a stalled one; the same buckets on every table and instance, so
+# histogram_quantile can aggregate them
+HISTOGRAM_LE_S = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 21600)
 
 
 def decoded_data(events: DataFrame) -> DataFrame:
@@ -73,6 +77,8 @@ def lag_table(events: DataFrame) -> DataFrame:
         F.sum("lag_ms").alias("sum_ms"),
         *[_pct("lag_ms", p).alias(name) for name, p in QUANTILES],
         F.max("lag_ms").alias("max_ms"),
+        # cumulative counts per HISTOGRAM_LE_S bound (the +Inf bucket is ``count``)
+        F.array(*[F.count(F.when(F.col("lag_ms") <= int(le * 1000), 1)) for le in HISTOGRAM_LE_S]).alias("le_counts"),
         F.coalesce(F.sum((F.col("lag_ms") < 0).cast("int")), F.lit(0)).alias("negative"),
         F.coalesce(F.sum((~F.col("source_ts_valid")).cast("int")), F.lit(0)).alias("invalid_source_ts"),
         *[_pct("record_lag_ms", p).alias("record_" + name) for name, p in QUANTILES],

@@ -50,6 +50,11 @@ def panels() -> list[dict[str, Any]]:
             (f'max(cdc_lag_seconds{{{SEL}, quantile="0.95"}})', "p95"),
             (f'max(cdc_lag_seconds{{{SEL}, quantile="0.99"}})', "p99"),
             (f'max(cdc_lag_seconds{{{SEL}, quantile="1"}})', "max")], "s"),
+        _panel("Lag quantiles across the selected tables and instances (histogram)", [
+            (f"histogram_quantile({q}, sum by (le) (cdc_change_lag_seconds_bucket{{{SEL}}}))", f"p{round(float(q) * 100)}")
+            for q in ("0.5", "0.95", "0.99")], "s",
+               description="From cdc_change_lag_seconds: unlike the per-table summary, its buckets add up across "
+                           "tables, servers and monitor instances"),
         _panel("Mean lag per table", [(f"sum by (server, table) (cdc_lag_seconds_sum{{{SEL}}}) / "
                                        f"sum by (server, table) (cdc_lag_seconds_count{{{SEL}}})", "{{server}} {{table}}")], "s"),
         _panel("Freshness: time since the newest source change", [

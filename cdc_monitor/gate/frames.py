@@ -46,7 +46,8 @@ def aggregate_frames(result: ScanResult) -> dict[str, pd.DataFrame]:
     tx_rows = [{"server": s, **counts, "orphan_events": orphans.get(s, 0)}
                for s, counts in sorted(result.transactions.get("by_server", {}).items())]
     return {
-        "lag": _frame(result.lag, LAG_COLUMNS + [k for k in (result.lag[0] if result.lag else {}) if k not in LAG_COLUMNS]),
+        "lag": _frame(result.lag, LAG_COLUMNS + [k for k in (result.lag[0] if result.lag else {})
+                                                 if k not in LAG_COLUMNS and k != "le_counts"]),
         "transactions": _frame(tx_rows, TX_COLUMNS),
         "findings": _frame(result.finding_counts, FINDING_COLUMNS),
     }

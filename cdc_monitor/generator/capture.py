@@ -25,12 +25,25 @@ def kcat_lines(traffic: Traffic) -> Iterator[str]:
         }, ensure_ascii=False)
 
 
+def finding_key(key: str | None) -> str | None:
+    """A record's key as findings name it: the payload of a key with an embedded schema, compact
+    (as Spark writes JSON), otherwise the key text itself."""
+    try:
+        doc = json.loads(key) if key is not None else None
+    except ValueError:
+        return key
+    if isinstance(doc, dict) and doc.get("schema") is not None and doc.get("payload") is not None:
+        payload = doc["payload"]  # a string payload comes out bare, as get_json_object gives it
+        return payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return key
+
+
 def label_dicts(traffic: Traffic) -> list[dict[str, Any]]:
     out = []
     for lab in traffic.labels:
         key, _ = serialize(lab.rec, traffic.schemas)
         out.append({"check": CATALOGUE[lab.rule].check, "rule": lab.rule, "topic": lab.rec.topic,
-                    "partition": lab.rec.partition, "offset": lab.rec.offset, "key": key, "txn_id": lab.txn_id})
+                    "partition": lab.rec.partition, "offset": lab.rec.offset, "key": finding_key(key), "txn_id": lab.txn_id})
     return sorted(out, key=lambda d: (d["check"], d["rule"], d["topic"], d["partition"], d["offset"]))
 
 

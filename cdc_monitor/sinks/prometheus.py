@@ -1,4 +1,4 @@
-"""Prometheus metrics (the README lists them): one collector over a results snapshot, and transports.
+"""Prometheus metrics (docs/metrics.md lists them): one collector over a results snapshot, and transports.
 
 Render and transport are separate: ``MetricsSnapshot`` -> ``SnapshotCollector`` -> a private
 ``CollectorRegistry`` (never the global one); ``render`` gives the exposition text, ``push``
@@ -13,9 +13,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from cdc_monitor.checks.lag import HISTOGRAM_LE_S
 from cdc_monitor.errors import InputError
 from cdc_monitor.vocabulary import OPS
 from cdc_monitor.vocabulary import TX_STATUSES as WINDOW_TX_STATUSES
@@ -119,6 +126,15 @@ def _window_families(snap: MetricsSnapshot) -> Iterator[Metric]:
             if r.get(col) is not None:
                 lag.add_sample("cdc_lag_seconds", {"server": server, "table": table, "quantile": q}, r[col] / 1000)
     yield lag
+    hist = HistogramMetricFamily("cdc_change_lag_seconds", "CDC lag over the latest window as a histogram (the "
+                                 "same buckets everywhere: histogram_quantile aggregates tables and instances); "
+                                 "snapshot events excluded", labels=["server", "table"])
+    for (server, table), r in sorted(_per_table_lag(snap.lag).items()):
+        if r.get("le_counts") is not None:
+            buckets = [(format(le, "g"), n) for le, n in zip(HISTOGRAM_LE_S, r["le_counts"], strict=True)]
+            hist.add_metric([server, table], [*buckets, ("+Inf", int(r.get("count") or 0))],
+                            sum_value=(r.get("sum_ms") or 0) / 1000)
+    yield hist
     fresh = GaugeMetricFamily("cdc_last_source_timestamp_seconds", "Newest valid source.ts_ms seen in the window",
                               labels=["server", "table"])
     for (server, table), r in sorted(_per_table_lag(snap.lag).items()):

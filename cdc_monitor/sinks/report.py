@@ -1,4 +1,4 @@
-"""JSON and text reports of a ScanResult (the JSON shape is in the README)."""
+"""JSON and text reports of a ScanResult (docs/report.md describes both)."""
 
 from __future__ import annotations
 
