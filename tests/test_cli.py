@@ -91,18 +91,30 @@ def class_archive() -> Path:
 
 
 def test_scan_faulty_capture_json_report_and_exit_1(captures, tmp_path):
+    """The process as a user's terminal sees it: exit 1, the report in its file, stderr only
+    cdc-monitor's own lines (the JVM's and log4j's banners kept in the driver log), classes from
+    the archive warm-up wrote."""
     class_archive()
     loaded, config = tmp_path / "classes.log", tmp_path / "c.toml"  # which classes came from where
     config.write_text(f'[spark]\n"spark.driver.extraJavaOptions" = "-Xlog:class+load=info:file={loaded}"\n')
     report_file, textfile = tmp_path / "r.json", tmp_path / "new" / "folder" / "cdc.prom"
-    proc = run("scan", str(captures / "faulty.jsonl.gz"), "--output", "json", "--config", str(config),
-               "--report-file", str(report_file), "--textfile", str(textfile), "--quiet")
-    assert proc.returncode == 1, proc.stderr[-2000:]
-    assert proc.stdout == "" and proc.stderr == ""  # the report is in its file; quiet means quiet
+    popen = subprocess.Popen([sys.executable, "-m", "cdc_monitor", "scan", str(captures / "faulty.jsonl.gz"), "--output", "json",
+                              "--config", str(config), "--report-file", str(report_file), "--textfile", str(textfile)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = popen.communicate(timeout=300)
+    assert popen.returncode == 1, err[-2000:]
+    assert out == ""  # the report is in its file
+    lines = err.splitlines()
+    assert lines and all(line.startswith("cdc-monitor: ") for line in lines), err  # no JVM or log4j line
+    assert "scanned in" in lines[-1]
+    from cdc_monitor.spark import jvm_log_dir
+
+    (own,) = jvm_log_dir().glob(f"driver-*-{popen.pid}.log")  # this run's (other workers write theirs)
+    assert "log4j" in own.read_text(errors="replace")  # kept, not lost
     assert "cdc_window_findings" in textfile.read_text()  # its folders created, as for --report-file
-    lines = loaded.read_text().splitlines()
-    shared = sum("shared objects file (top)" in line for line in lines)  # from the archive warm-up wrote
-    from_jars = sum("source: jar:" in line or "source: file:" in line for line in lines)
+    classes = loaded.read_text().splitlines()
+    shared = sum("shared objects file (top)" in line for line in classes)  # from the archive warm-up wrote
+    from_jars = sum("source: jar:" in line or "source: file:" in line for line in classes)
     assert shared > 5000 and shared > 10 * from_jars, (shared, from_jars)
     report = json.loads(report_file.read_text())
     assert report["tool"] == "cdc-monitor"
@@ -117,23 +129,21 @@ def test_scan_faulty_capture_json_report_and_exit_1(captures, tmp_path):
     assert set(finding) >= {"check", "rule", "severity", "topic", "partition", "offset", "offsets", "key", "txn_id", "message"}
     lag = report["lag"][0]
     assert set(lag) >= {"topic", "table", "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "negative", "invalid_source_ts",
-                        "snapshot_excluded"}
+                        "snapshot_excluded", "histogram"}
+    assert lag["histogram"]["+Inf"] == lag["count"]
 
 
-def test_scan_clean_capture_text_report_exit_0(captures, tmp_path):
-    popen = subprocess.Popen([sys.executable, "-m", "cdc_monitor", "scan", str(captures / "clean.jsonl")],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out, err = popen.communicate(timeout=300)
-    proc = subprocess.CompletedProcess(popen.args, popen.returncode, out, err)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "No findings." in proc.stdout and "public.customers" in proc.stdout
-    # the terminal shows cdc-monitor's lines only: the JVM's and log4j's banners go to the Spark log
-    assert all(line.startswith("cdc-monitor: ") for line in proc.stderr.splitlines()), proc.stderr
-    from cdc_monitor.spark import jvm_log_dir
+def test_scan_clean_capture_text_report_exit_0_and_quiet_is_quiet(spark, captures):
+    from click.testing import CliRunner
 
-    (own,) = jvm_log_dir().glob(f"driver-*-{popen.pid}.log")  # this run's (other workers write theirs)
-    assert "log4j" in own.read_text(errors="replace")  # kept, not lost
+    from cdc_monitor.cli.main import cli
 
+    run = CliRunner().invoke(cli, ["scan", str(captures / "clean.jsonl")])  # in-process, the session's Spark
+    assert run.exit_code == 0, run.output
+    assert "No findings." in run.stdout and "public.customers" in run.stdout
+    assert "scanned in" in run.stderr
+    quiet = CliRunner().invoke(cli, ["scan", str(captures / "clean.jsonl"), "--quiet"])
+    assert quiet.exit_code == 0 and quiet.stderr == "" and "No findings." in quiet.stdout
 
 
 @pytest.mark.parametrize("flag,name", [("--textfile", "cdc.prom"), ("--report-file", "r.json")])

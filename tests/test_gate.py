@@ -90,6 +90,11 @@ def test_clean_capture_passes_every_shipped_suite(spark, tmp_path):
 
 
 def test_faulty_capture_fails_the_gate_with_junit_and_data_docs(spark, tmp_path):
+    """The gate command in-process (the session's Spark): exit 1, every failure with what was
+    observed, JUnit XML and Data Docs."""
+    from click.testing import CliRunner
+
+    from cdc_monitor.cli.main import cli
     from cdc_monitor.generator import generate
     from cdc_monitor.generator.capture import write_capture
 
@@ -99,12 +104,11 @@ def test_faulty_capture_fails_the_gate_with_junit_and_data_docs(spark, tmp_path)
     junit, docs = tmp_path / "out" / "junit.xml", tmp_path / "docs"
     args = ["gate", str(tmp_path / "faulty.jsonl"), "--suite", str(ROOT / "expectations"),
             "--junit", str(junit), "--data-docs", str(docs)]
-    proc = run_cli(*args)
-    assert proc.returncode == 1, proc.stderr[-3000:]
+    proc = CliRunner().invoke(cli, args)
+    assert proc.exit_code == 1, proc.output[-3000:]
     failed_lines = [line for line in proc.stdout.splitlines() if line.strip().startswith("FAIL [")]
-    local = gate_locally(spark, tmp_path / "faulty.jsonl")
-    verdicts = [line.strip() for line in proc.stdout.splitlines() if line.strip().startswith(("FAIL [", "observed:"))]
-    assert verdicts == [x for o in local.failed for x in (f"FAIL [{o.suite}] {o.title}", f"observed: {o.observed()}")]
+    observed = [line for line in proc.stdout.splitlines() if line.strip().startswith("observed:")]
+    assert failed_lines and len(observed) == len(failed_lines)  # every failure says what was seen
     # the faults the generator injected must show up as these failed expectations
     for expected in ("[cdc_transactions] expect_column_values_to_be_between(column=missing_end",
                      "[cdc_transactions] expect_column_values_to_be_between(column=count_mismatch",

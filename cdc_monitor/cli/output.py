@@ -48,7 +48,7 @@ class Output:
             path = Path(self.report_file)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-            self.log(f"report written to {path}")
+            self.log(f"cdc-monitor: report written to {path}")
         else:
             sys.stdout.write(text)
 
