@@ -40,6 +40,11 @@ if TYPE_CHECKING:
 
 
 
+# fields of the JSON report that describe the run, not the data: two scans of the same records
+# differ only in these
+RUN_FIELDS = ("generated_at", "inputs", "timings_seconds")
+
+
 @dataclass
 class ScanResult:
     """A snapshot of one window: what reports, metrics and the gate read."""

@@ -17,3 +17,5 @@ set -e
 echo
 echo "exit code $status (1 = findings at or above --fail-on error: the demo capture has faults injected;"
 echo "compare with the ground truth in demo/$flavour.labels.jsonl)"
+echo "an HTML report of the same capture, with pictures (open it in a browser):"
+echo "  .venv/bin/cdc-monitor scan demo/$flavour.jsonl --output html --report-file demo/report.html"
