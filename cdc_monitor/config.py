@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_monitor.errors import UsageError
+from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX, TRANSACTION_TOPIC_REGEX
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, None: 1000}
@@ -27,8 +28,8 @@ def parse_duration_ms(text: str | int | float, what: str = "duration") -> int:
 
 @dataclass(frozen=True)
 class ScanConfig:
-    transaction_topic_regex: str = r".*\.transaction$"
-    heartbeat_topic_prefix: str = "__debezium-heartbeat"
+    transaction_topic_regex: str = TRANSACTION_TOPIC_REGEX
+    heartbeat_topic_prefix: str = HEARTBEAT_TOPIC_PREFIX
     lag_threshold_ms: int = 60_000
     table_lag_threshold_ms: dict[str, int] = field(default_factory=dict)
     fail_on: str = "error"

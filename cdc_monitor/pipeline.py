@@ -26,7 +26,7 @@ from cdc_monitor.checks.transactions import summary_frame, transaction_summary
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records, without_texts
 from cdc_monitor.engine.cache import FrameCache
-from cdc_monitor.engine.census import events_by_table, nulls_first, schema_versions, summary_counts
+from cdc_monitor.engine.census import events_by_table, heartbeats, nulls_first, schema_versions, summary_counts
 from cdc_monitor.engine.collect import collect_all
 from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.engine.jobs import JobCounter
@@ -61,6 +61,7 @@ class ScanResult:
     duration_seconds: float = 0.0
     finished_at: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    heartbeats: list[dict[str, Any]] = field(default_factory=list)  # per server: count, last_ts_ms
     inputs: dict[str, Any] = field(default_factory=dict)  # what was read (files, or brokers and topics)
     series: dict[str, Any] = field(default_factory=dict)  # step_ms, lag and findings per interval (engine/series.py)
     # with run_scan(keep_events=True): the cached events frame, alive until release() is called
@@ -89,6 +90,7 @@ class ScanResult:
             "lag": [lag_json(r) for r in self.lag],
             "transactions": self.transactions,
             "schemas": self.schemas,
+            "heartbeats": self.heartbeats,
             "findings": self.findings,
             "series": self.series,
             "timings_seconds": self.timings,
@@ -187,6 +189,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         lag=lag,
         transactions=transactions,
         schemas=schema_versions(facts.rows),
+        heartbeats=heartbeats(facts.rows),
         findings=collected.findings,
         findings_by_rule=counts,
         finding_counts=collected.counts,

@@ -78,5 +78,10 @@ def txn_key(txn_id: str | None) -> str | None:
     m = _PG_TXN_ID.match(txn_id)
     return m.group(1) if m else txn_id
 
+# Topic roles besides data topics: Debezium's transaction topic is <prefix>.transaction and its
+# heartbeat topic __debezium-heartbeat.<prefix> (topic.heartbeat.prefix, configurable)
+TRANSACTION_TOPIC_REGEX = r".*\.transaction$"
+HEARTBEAT_TOPIC_PREFIX = "__debezium-heartbeat"
+
 # the generator's fault labels beside a capture: ground truth, never read as records by a folder scan
 LABELS_SUFFIX = ".labels.jsonl"

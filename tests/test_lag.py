@@ -41,7 +41,7 @@ def test_percentiles_are_exact_nearest_rank_and_edges_are_counted(scan, tmp_path
         assert row[name] == nearest_rank(lags, p), name
     assert row["max_ms"] == 70_000 and row["sum_ms"] == sum(lags)
     assert row["negative"] == 2 and row["invalid_source_ts"] == 2 and row["snapshot_excluded"] == 2
-    # the histogram (cdc_change_lag_seconds, the JSON report's "histogram"): cumulative, exact
+    # the histogram (cdc_lag_distribution_seconds, the JSON report's "histogram"): cumulative, exact
     assert row["le_counts"] == [sum(lag <= le * 1000 for lag in lags) for le in HISTOGRAM_LE_S]
     assert lag_json(row)["histogram"]["+Inf"] == n and lag_json(row)["histogram"]["2.5"] == sum(lag <= 2500 for lag in lags)
     # the lag per interval of record time: every change event with a lag, its largest lag

@@ -54,7 +54,7 @@ def substitute(expr: str) -> str:
 @pytest.fixture(scope="module")
 def faulty_snapshot(scan, tmp_path_factory):
     root = tmp_path_factory.mktemp("prom")
-    write_capture(generate("sqlserver", events=600, seed=8, faults=True), root / "faulty.jsonl")
+    write_capture(generate("sqlserver", events=600, seed=8, faults=True, heartbeats=True), root / "faulty.jsonl")
     result = scan([root / "faulty.jsonl"])
     assert result.findings_by_rule  # the capture is faulty
     snap = MetricsSnapshot.from_result(result, "watch-test")

@@ -36,7 +36,8 @@ def total(samples: dict[str, list], name: str, **labels: str) -> float:
 
 def start_watch(bootstrap: str, checkpoint, port: int, log, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "cdc_monitor", "watch", "--bootstrap-servers", bootstrap, "--topics", r"sqlserver1\..*",
+        [sys.executable, "-m", "cdc_monitor", "watch", "--bootstrap-servers", bootstrap,
+         "--topics", r"sqlserver1\..*|__debezium-heartbeat\.sqlserver1",
          "--starting-offsets", "earliest", "--checkpoint", str(checkpoint), "--listen", f"127.0.0.1:{port}",
          "--interval", "1s", "--grace", "3s", "--job", "watch-test", *extra],
         stdout=log, stderr=subprocess.STDOUT)
@@ -65,7 +66,7 @@ def test_watch_counts_every_fault_once_across_bursts_and_a_restart(kafka_broker,
     time budget)."""
     on_cluster = os.environ.get("CDC_MONITOR_WATCH_ON_CLUSTER") == "1"
     extra = request.getfixturevalue("spark_cluster")["args"] if on_cluster else []
-    traffic = generate("sqlserver", events=500, seed=17, faults=True)
+    traffic = generate("sqlserver", events=500, seed=17, faults=True, heartbeats=True)
     opts = KafkaOptions.from_options({"kafka.bootstrap.servers": kafka_broker})
     recs = traffic.records
     cuts = [0, len(recs) // 2, len(recs)]
@@ -90,6 +91,9 @@ def test_watch_counts_every_fault_once_across_bursts_and_a_restart(kafka_broker,
             found[s.labels["rule"]] += int(s.value)
         expected = Counter(d["rule"] for d in label_dicts(traffic))
         assert +found == expected
+        # the connector's newest heartbeat, for the stalled-server alert (idle is not stalled)
+        beats = [r.value["ts_ms"] for r in recs if r.topic.startswith("__debezium-heartbeat.")]
+        assert total(after, "cdc_last_heartbeat_timestamp_seconds", server="sqlserver1") == max(beats) / 1000
         # Debezium's newest transaction stays open; past the 3 s grace it shows as overdue
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -209,9 +209,11 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
 @click.option("--connector", "connector_name", metavar="NAME",
               help="Write this source.connector instead of the flavour's (an unknown one writes no transaction metadata).")
 @click.option("--flatten", is_flag=True, help="Values as ExtractNewRecordState writes them (rows only, no envelope).")
+@click.option("--heartbeats", is_flag=True, help="Debezium heartbeat records on __debezium-heartbeat.<server> too.")
 def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, tombstones: bool,
              partitions: int, output_path: str | None, bootstrap_servers: str | None, kafka_option: tuple[str, ...],
-             labels_path: str | None, decimal_format: str, connector_name: str | None, flatten: bool) -> None:
+             labels_path: str | None, decimal_format: str, connector_name: str | None, flatten: bool,
+             heartbeats: bool) -> None:
     """Write synthetic Debezium traffic (optionally with labelled faults) as a kcat -J capture or to Kafka."""
     from cdc_monitor.generator import generate as gen
     from cdc_monitor.generator.capture import default_labels_path, write_capture, write_labels
@@ -226,7 +228,7 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
         raise UsageError("--faults labels Debezium envelopes of a known connector: drop --flatten/--connector")
     traffic = gen(flavour, events=events, seed=seed, schemas=schemas, tombstones=tombstones,
                   partitions=partitions, faults=faults, decimal_format=decimal_format, connector=connector_name,
-                  flatten=flatten)
+                  flatten=flatten, heartbeats=heartbeats)
     if bootstrap_servers:
         from cdc_monitor.config import load_config
         from cdc_monitor.generator.produce import produce_traffic

@@ -51,15 +51,19 @@ def panels() -> list[dict[str, Any]]:
             (f'max(cdc_lag_seconds{{{SEL}, quantile="0.99"}})', "p99"),
             (f'max(cdc_lag_seconds{{{SEL}, quantile="1"}})', "max")], "s"),
         _panel("Lag quantiles across the selected tables and instances (histogram)", [
-            (f"histogram_quantile({q}, sum by (le) (cdc_change_lag_seconds_bucket{{{SEL}}}))", f"p{round(float(q) * 100)}")
+            (f"histogram_quantile({q}, sum by (le) (cdc_lag_distribution_seconds_bucket{{{SEL}}}))", f"p{round(float(q) * 100)}")
             for q in ("0.5", "0.95", "0.99")], "s",
-               description="From cdc_change_lag_seconds: unlike the per-table summary, its buckets add up across "
+               description="From cdc_lag_distribution_seconds: unlike the per-table summary, its buckets add up across "
                            "tables, servers and monitor instances"),
         _panel("Mean lag per table", [(f"sum by (server, table) (cdc_lag_seconds_sum{{{SEL}}}) / "
                                        f"sum by (server, table) (cdc_lag_seconds_count{{{SEL}}})", "{{server}} {{table}}")], "s"),
         _panel("Freshness: time since the newest source change", [
             (f"time() - max by (server, table) (cdc_last_source_timestamp_seconds{{{SEL}}})", "{{server}} {{table}}")], "s",
                description="Grows when a table gets no changes: idle, or stalled (see the CdcTableStalled alert)"),
+        _panel("Heartbeat age per server", [
+            ('time() - max by (server) (cdc_last_heartbeat_timestamp_seconds{server=~"$server"})', "{{server}}")], "s",
+               description="Seconds since the connector's newest heartbeat: stays low while the connector is alive, "
+                           "even when its database is idle (needs Debezium's heartbeat.interval.ms)"),
         _row("Completeness and conformity"),
         _panel("Events by op", [(f"sum by (op) (cdc_window_events{{{SEL}}})", "{{op}}")]),
         _panel("Transactions by status", [('sum by (status) (cdc_window_transactions{server=~"$server"})', "{{status}}")]),

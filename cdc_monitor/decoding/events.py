@@ -33,6 +33,7 @@ row's bytes and only the embedded-schema check reads them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,7 +42,7 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.decoding.envelope import CORRUPT, JSON_OPTIONS, KEY_SCHEMA, PAYLOAD_FIELDS, VALUE_SCHEMA
 from cdc_monitor.decoding.positions import position_expr
-from cdc_monitor.vocabulary import CONNECTORS, PG_TXN_ID, UNKNOWN_FLAVOUR
+from cdc_monitor.vocabulary import CONNECTORS, HEARTBEAT_TOPIC_PREFIX, PG_TXN_ID, TRANSACTION_TOPIC_REGEX, UNKNOWN_FLAVOUR
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -57,8 +58,8 @@ TS_MAX_MS = 4_102_444_800_000  # 2100-01-01
 
 @dataclass(frozen=True)
 class DecodeOptions:
-    transaction_topic_regex: str = r".*\.transaction$"
-    heartbeat_topic_prefix: str = "__debezium-heartbeat"
+    transaction_topic_regex: str = TRANSACTION_TOPIC_REGEX
+    heartbeat_topic_prefix: str = HEARTBEAT_TOPIC_PREFIX
 
 
 def _flavour(src: Column, value_schema: Column) -> Column:
@@ -188,6 +189,10 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
     pk_change = F.coalesce(
         F.exists("headers", lambda h: h["key"].isin("__debezium.oldkey", "__debezium.newkey")), F.lit(False)
     )
+    # a heartbeat names its server in its topic (__debezium-heartbeat.<prefix>) and its key (serverName)
+    heartbeat_server = F.coalesce(
+        F.nullif(F.regexp_extract("topic", "^" + re.escape(opts.heartbeat_topic_prefix) + r"\.(.+)$", 1), F.lit("")),
+        F.get_json_object(F.col("key_payload"), "$.serverName"))
     events = stage.withColumn("flavour", flavour).select(
         "topic", "partition", "offset", "record_ts_ms", "timestamp_type", "key", "value_text",
         "kind", "decode_error", "decode_detail",
@@ -197,6 +202,7 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         "flavour",
         F.coalesce(
             src["name"], src["server"],
+            F.when(F.col("kind") == "heartbeat", heartbeat_server),
             F.when(F.col("kind") == "transaction", F.nullif(F.regexp_extract("topic", r"^(.+)\.transaction$", 1), F.lit(""))),
             F.regexp_extract("topic", r"^([^.]+)", 1),
         ).alias("server"),

@@ -41,6 +41,19 @@ def events_by_table(rows: list[Row]) -> list[dict[str, Any]]:
             for (s, t, o), n in sorted(counts.items(), key=lambda kv: nulls_first(*kv[0]))]
 
 
+def heartbeats(rows: list[Row]) -> list[dict[str, Any]]:
+    """Per server: heartbeat records read and the newest heartbeat's ``ts_ms`` (the connector's clock
+    when it wrote it): a connector that is alive keeps it advancing even when its database is idle."""
+    out: dict[Any, dict[str, Any]] = {}
+    for r in rows:
+        if r["kind"] == "heartbeat" and not r["bad"]:
+            h = out.setdefault(r["server"], {"server": r["server"], "count": 0, "last_ts_ms": None})
+            h["count"] += r["n"]
+            if r["max_event_ts_ms"] is not None:
+                h["last_ts_ms"] = max(h["last_ts_ms"] or 0, r["max_event_ts_ms"])
+    return [out[k] for k in sorted(out, key=lambda k: nulls_first(k))]
+
+
 def schema_versions(rows: list[Row]) -> list[dict[str, Any]]:
     """Distinct value and key schemas of decoded data events per topic."""
     by_topic: dict[str, tuple[set, set]] = {}

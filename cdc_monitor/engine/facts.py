@@ -61,6 +61,7 @@ def census_frame(events: DataFrame) -> DataFrame:
         F.countDistinct("offset").alias("distinct_offsets"),
         F.min("record_ts_ms").alias("min_ts_ms"),
         F.max("record_ts_ms").alias("max_ts_ms"),
+        F.max("ts_ms").alias("max_event_ts_ms"),  # a heartbeat group: the newest heartbeat
         F.collect_set("value_schema_hash").alias("value_hashes"),
         F.collect_set("key_schema_hash").alias("key_hashes"),
     )

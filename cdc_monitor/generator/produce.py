@@ -1,6 +1,6 @@
 """Produce generated traffic to Kafka: same keys, partitions, headers and timestamps as the capture.
 
-Topics are created when missing (transaction topic: one partition, as Debezium's). Offsets come
+Topics are created when missing (transaction and heartbeat topics: one partition, as Debezium's). Offsets come
 from the broker's delivery reports, so fault labels stay right even on topics that already
 hold records.
 """
@@ -14,12 +14,14 @@ from cdc_monitor.errors import InputError
 from cdc_monitor.generator.records import Rec, Traffic, serialize
 from cdc_monitor.sources.kafka.client import unreachable
 from cdc_monitor.sources.kafka.options import KafkaOptions
+from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX
 
 
 def topic_partitions(traffic: Traffic) -> dict[str, int]:
     out: dict[str, int] = {}
     for rec in traffic.records:
-        floor = 1 if rec.topic == traffic.flavour.transaction_topic else traffic.partitions
+        single = rec.topic == traffic.flavour.transaction_topic or rec.topic.startswith(HEARTBEAT_TOPIC_PREFIX)
+        floor = 1 if single else traffic.partitions  # as Debezium creates them
         out[rec.topic] = max(out.get(rec.topic, floor), (rec.partition or 0) + 1)
     return out
 

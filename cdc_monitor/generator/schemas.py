@@ -68,6 +68,15 @@ def envelope_schema(flavour: Flavour, table: TableDef, name: str | None = None) 
             "name": name or f"{flavour.topic(table.name)}.Envelope", "version": 1}
 
 
+# Debezium's heartbeat records (topic __debezium-heartbeat.<prefix>)
+HEARTBEAT_KEY_SCHEMA = {
+    "type": "struct", "fields": [{"type": "string", "optional": False, "field": "serverName"}],
+    "optional": False, "name": "io.debezium.connector.common.ServerNameKey",
+}
+HEARTBEAT_VALUE_SCHEMA = {
+    "type": "struct", "fields": [{"type": "int64", "optional": False, "field": "ts_ms"}],
+    "optional": False, "name": "io.debezium.connector.common.Heartbeat",
+}
 MARKER_KEY_SCHEMA = {
     "type": "struct",
     "fields": [{"type": "string", "optional": False, "field": "id"}],

@@ -20,14 +20,18 @@ from cdc_monitor.generator.records import KeyPool, KeyState, Rec, Traffic, _dump
 from cdc_monitor.generator.schemas import (
     DECIMAL,
     DECIMAL_SCALE,
+    HEARTBEAT_KEY_SCHEMA,
+    HEARTBEAT_VALUE_SCHEMA,
     MARKER_KEY_SCHEMA,
     MARKER_VALUE_SCHEMA,
     envelope_schema,
     key_schema,
     row_schema,
 )
+from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX as HEARTBEAT_PREFIX
 
 BASE_TS_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+HEARTBEAT_EVERY = 10  # transactions between heartbeat records
 
 
 def decimal_value(unscaled: int, fmt: str) -> Any:
@@ -42,12 +46,13 @@ class Generator:
     def __init__(self, flavour: str, *, events: int = 1000, seed: int = 7, schemas: bool = True,
                  partitions: int = 3, tombstones: bool = True, faults: bool = False, fault_repeats: int = 3,
                  decimal_format: str = "base64", connector: str | None = None, flatten: bool = False,
-                 fault_rules: frozenset[str] | None = None):
+                 fault_rules: frozenset[str] | None = None, heartbeats: bool = False):
         """``decimal_format``: how Decimal columns are written (the JsonConverter's ``base64`` default,
         or ``numeric``: JSON numbers). ``connector``: a ``source.connector`` name to write instead of
         the flavour's (an unknown connector writes no transaction metadata). ``flatten``: values as
         ExtractNewRecordState writes them (the row only; deletes and tombstones dropped).
-        ``fault_rules``: with ``faults``, inject only these rules."""
+        ``fault_rules``: with ``faults``, inject only these rules. ``heartbeats``: Debezium heartbeat
+        records on ``__debezium-heartbeat.<server>`` every HEARTBEAT_EVERY transactions."""
         from cdc_monitor.generator.faults import FaultPlan
 
         self.f = FLAVOURS[flavour]
@@ -74,6 +79,7 @@ class Generator:
         self.flatten = flatten
         self.tx_metadata = self.f.name != "dtle" and connector is None
         self.plan = FaultPlan(self, fault_repeats, fault_rules) if faults else None
+        self.heartbeats = heartbeats
 
     # -- helpers ---------------------------------------------------------------------------
     def key_bytes(self, table: TableDef, pk: int) -> bytes:
@@ -131,7 +137,15 @@ class Generator:
         return rec
 
     def partitions_of(self, topic: str) -> int:
-        return 1 if topic == self.f.transaction_topic else self.partitions
+        return 1 if topic in (self.f.transaction_topic, self.heartbeat_topic) else self.partitions
+
+    @property
+    def heartbeat_topic(self) -> str:
+        return f"{HEARTBEAT_PREFIX}.{self.f.server}"
+
+    def heartbeat(self) -> Rec:
+        return self.emit(Rec(self.heartbeat_topic, {"serverName": self.f.server}, {"ts_ms": self.proc_ts}, self.proc_ts,
+                             key_schema=HEARTBEAT_KEY_SCHEMA, value_schema=HEARTBEAT_VALUE_SCHEMA), partition=0)
 
     # -- events ----------------------------------------------------------------------------
     def change(self, table: TableDef, pk: int, op: str, before: Any, after: Any, *, txn: dict | None,
@@ -349,6 +363,8 @@ class Generator:
             if self.plan is not None:
                 self.plan.after_txn(txn_no, hooks)
             txn_no += 1
+            if self.heartbeats and txn_no % HEARTBEAT_EVERY == 0:
+                self.heartbeat()
             if txn_no > 10 * self.events + 1000:
                 break
         if self.plan is not None:

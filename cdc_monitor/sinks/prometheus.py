@@ -50,6 +50,7 @@ class MetricsSnapshot:
     window_failures: int = 0
     totals: dict[str, list[dict[str, Any]]] | None = None  # watch: running events/transactions/findings
     job_level: bool = True  # include the monitor's own and window-wide series
+    heartbeats: list[dict[str, Any]] = field(default_factory=list)  # server, last_ts_ms
 
     @classmethod
     def from_result(cls, result: ScanResult, job: str) -> MetricsSnapshot:
@@ -57,11 +58,11 @@ class MetricsSnapshot:
             job=job, lag=result.lag, events=result.events_by_table,
             transactions=dict(result.transactions.get("by_server", {})), findings=result.finding_counts,
             records=int(result.summary.get("records", 0)), invalid_records=int(result.summary.get("invalid_records", 0)),
-            finished_at=result.finished_at, duration_seconds=result.duration_seconds,
+            finished_at=result.finished_at, duration_seconds=result.duration_seconds, heartbeats=result.heartbeats,
         )
 
     def servers(self) -> set[str]:
-        found = {str(r.get("server") or "") for rows in (self.lag, self.events, self.findings) for r in rows}
+        found = {str(r.get("server") or "") for rows in (self.lag, self.events, self.findings, self.heartbeats) for r in rows}
         return (found | set(self.transactions)) - {""}
 
     def group(self, server: str) -> MetricsSnapshot:
@@ -73,7 +74,7 @@ class MetricsSnapshot:
         return MetricsSnapshot(self.job, keep(self.lag), keep(self.events),
                                {k: v for k, v in self.transactions.items() if k == server}, keep(self.findings),
                                self.records, self.invalid_records, self.finished_at, self.duration_seconds,
-                               self.window_failures, job_level=job_level)
+                               self.window_failures, job_level=job_level, heartbeats=keep(self.heartbeats))
 
 
 def _label(value: Any) -> str:
@@ -126,7 +127,7 @@ def _window_families(snap: MetricsSnapshot) -> Iterator[Metric]:
             if r.get(col) is not None:
                 lag.add_sample("cdc_lag_seconds", {"server": server, "table": table, "quantile": q}, r[col] / 1000)
     yield lag
-    hist = HistogramMetricFamily("cdc_change_lag_seconds", "CDC lag over the latest window as a histogram (the "
+    hist = HistogramMetricFamily("cdc_lag_distribution_seconds", "CDC lag over the latest window as a histogram (the "
                                  "same buckets everywhere: histogram_quantile aggregates tables and instances); "
                                  "snapshot events excluded", labels=["server", "table"])
     for (server, table), r in sorted(_per_table_lag(snap.lag).items()):
@@ -141,6 +142,13 @@ def _window_families(snap: MetricsSnapshot) -> Iterator[Metric]:
         if r.get("last_source_ts_ms") is not None:
             fresh.add_metric([server, table], r["last_source_ts_ms"] / 1000)
     yield fresh
+    beat = GaugeMetricFamily("cdc_last_heartbeat_timestamp_seconds", "Newest Debezium heartbeat (its ts_ms) seen per "
+                             "server: advances while the connector is alive, even when its database is idle",
+                             labels=["server"])
+    for r in snap.heartbeats:
+        if r.get("last_ts_ms") is not None:
+            beat.add_metric([_label(r.get("server"))], r["last_ts_ms"] / 1000)
+    yield beat
     events = GaugeMetricFamily("cdc_window_events", "Change events in the latest window (op c/u/d/r/t/m; "
                                "'missing' and 'invalid' for events breaking the op rules)", labels=["server", "table", "op"])
     by_op: dict[tuple[str, str, str], int] = {}

@@ -33,6 +33,7 @@ from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records
 from cdc_monitor.decoding.events import txn_key
 from cdc_monitor.engine.cache import FrameCache
+from cdc_monitor.engine.census import heartbeats
 from cdc_monitor.engine.facts import census_frame, facts_from_rows
 from cdc_monitor.sources.base import KAFKA_COLUMNS
 from cdc_monitor.watch.state import PartitionHistory, StateStore, WatchState, add
@@ -145,6 +146,10 @@ def _check(spark: SparkSession, events: DataFrame, state: WatchState, settings: 
            cache: FrameCache) -> tuple[BatchOutcome, _Verdicts]:
     cfg = settings.scan
     facts = facts_from_rows(census_frame(events).collect(), _partitions(state, cfg.transaction_topic_regex, batch_id))
+    for beat in heartbeats(facts.rows):  # the newest per server, kept across batches for the gauge
+        if beat["last_ts_ms"] is not None:
+            server = beat["server"] or ""
+            state.heartbeats[server] = max(state.heartbeats.get(server, 0), int(beat["last_ts_ms"]))
     fresh = events.where("is_new")
     tail = F.broadcast(_coords(spark, state.lag_tail).withColumn("tail", F.lit(True)))
     lag_scope = events.join(tail, ["topic", "partition", "offset"], "left").where(F.col("is_new") | F.col("tail").isNotNull())

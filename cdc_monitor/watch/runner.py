@@ -88,7 +88,8 @@ class Watcher:
             transactions=transactions, findings=last.findings if last else [],
             records=last.records if last else 0, invalid_records=last.invalid_records if last else 0,
             finished_at=self.last_finished, duration_seconds=last.seconds if last else None,
-            window_failures=self.failures, totals=totals)
+            window_failures=self.failures, totals=totals,
+            heartbeats=[{"server": s, "last_ts_ms": ts} for s, ts in sorted(self.state.heartbeats.items())])
 
     def on_batch(self, frame: DataFrame, batch_id: int) -> None:
         outcome, state = process_batch(self.spark, frame, batch_id, self.state, self.store, self.opts.settings)

@@ -39,6 +39,7 @@ class WatchState:
     awaiting: list[list[Any]] = field(default_factory=list)  # [topic, partition, offset, wall time first seen]
     lag_tail: list[list[Any]] = field(default_factory=list)  # [topic, partition, offset]
     carry_path: str | None = None  # parquet of the carried raw records, None when nothing is carried
+    heartbeats: dict[str, int] = field(default_factory=dict)  # server -> newest heartbeat ts_ms seen
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

@@ -86,3 +86,14 @@ def test_spark_reader_options_cover_exactly_the_plan():
     assert so["startingOffsets"] == '{"t": {"0": 3}, "u": {"0": 0}}'
     assert so["endingOffsets"] == '{"t": {"0": 9}, "u": {"0": 2}}'
     assert so["kafka.security.protocol"] == "SSL" and so["includeHeaders"] == "true"
+
+
+def test_internal_topics_are_excluded_but_debezium_heartbeats_are_read():
+    import re
+
+    from cdc_monitor.sources.kafka.options import DEFAULT_EXCLUDE
+
+    excluded = {t for t in ("__consumer_offsets", "_schemas", "connect-offsets", "dbz-offsets-storage",
+                            "__debezium-heartbeat.pg1", "__debezium-heartbeatX", "pg1.public.orders")
+                if re.match(DEFAULT_EXCLUDE, t)}
+    assert excluded == {"__consumer_offsets", "_schemas", "connect-offsets", "dbz-offsets-storage", "__debezium-heartbeatX"}

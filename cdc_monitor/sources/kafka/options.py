@@ -18,10 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_monitor.errors import UsageError
+from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX
 
 EARLIEST, LATEST = -2, -1
-# Kafka Connect / Schema Registry internals and Kafka's own topics are never CDC data.
-DEFAULT_EXCLUDE = r"^(_.*|connect-(configs|offsets|status)|.*-(configs|offsets|status)-storage)$"
+# Kafka Connect / Schema Registry internals and Kafka's own topics are never CDC data; Debezium's
+# heartbeat topics (__debezium-heartbeat.<prefix>) are, though they start with an underscore.
+DEFAULT_EXCLUDE = (rf"^(_(?!{re.escape(HEARTBEAT_TOPIC_PREFIX[1:])}\.).*"
+                   r"|connect-(configs|offsets|status)|.*-(configs|offsets|status)-storage)$")
 _SECRET_HINTS = ("password", "secret", "sasl.jaas.config", "token", "ssl.key.pem", "credentials")
 # settings the reader owns: it assigns partitions itself and never commits
 _RESERVED = {"group.id", "enable.auto.commit", "enable.partition.eof", "auto.offset.reset"}
