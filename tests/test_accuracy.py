@@ -29,7 +29,7 @@ def captures(tmp_path_factory):
         folder = root / f"faults-{'schemas' if schemas else 'bare'}"
         labels: list[dict] = []
         for i, flavour in enumerate(FLAVOUR_NAMES):
-            traffic = generate(flavour, events=EVENTS, seed=100 + i, schemas=schemas, faults=True)
+            traffic = generate(flavour, events=EVENTS, seed=100 + i, schemas=schemas, faults=True, heartbeats=True)
             write_capture(traffic, folder / f"{flavour}.jsonl")
             labels += label_dicts(traffic)
         out[folder.name] = (folder, labels)
