@@ -63,3 +63,17 @@ def test_spikes_are_runs_per_table_and_thresholds_per_table(scan, tmp_path):
                   table_lag_threshold_ms={"shop.customers": 120_000})
     spikes = sorted((f["table"], f["offset"], tuple(f["offsets"])) for f in result.findings if f["rule"] == "lag_spike")
     assert spikes == [("shop.orders", 1, (1, 2, 3)), ("shop.orders", 5, (5, 6))]
+
+
+def test_source_timestamps_in_another_unit_say_which(scan, tmp_path):
+    """A ts_ms that is plainly seconds, microseconds or nanoseconds is invalid_source_ts naming the
+    unit (a connector or SMT putting ts_us/ts_ns into ts_ms); an implausible one names none."""
+    stamps = {BASE // 1000: "seconds", BASE * 1000: "microseconds", BASE * 1_000_000: "nanoseconds", 0: None,
+              5_000_000_000_000: None}
+    lines = [event(i, 10, source_ts=ts) for i, ts in enumerate(stamps)]
+    result = scan([write_lines(tmp_path / "units.jsonl", lines)])
+    found = {f["offset"]: f["message"] for f in result.findings if f["rule"] == "invalid_source_ts"}
+    assert set(found) == set(range(len(stamps)))
+    for offset, (ts, unit) in enumerate(stamps.items()):
+        assert found[offset].startswith(f"source timestamp {ts} is not an integer ms time"), found[offset]
+        assert found[offset].endswith(f": it looks like {unit}, not milliseconds" if unit else "2100"), found[offset]

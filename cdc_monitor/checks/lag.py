@@ -15,7 +15,7 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import RecordRule, finding, record_findings
-from cdc_monitor.decoding.events import valid_source_ts
+from cdc_monitor.decoding.events import TS_MAX_MS, TS_MIN_MS, valid_source_ts
 from cdc_monitor.vocabulary import Rule
 
 if TYPE_CHECKING:
@@ -96,15 +96,31 @@ def _threshold(thresholds: Mapping[str, int], default_ms: int) -> Column:
     return col
 
 
+def unit_hint(raw: Column) -> Column:
+    """What unit an out-of-range source timestamp is plainly in, when it is one: the same 2000..2100
+    span in seconds, microseconds or nanoseconds (a connector or SMT writing ts_us/ts_ns values
+    into ts_ms). Null otherwise."""
+    n = raw.try_cast("decimal(38,0)")
+    spans = {"seconds": (TS_MIN_MS // 1_000, TS_MAX_MS // 1_000),
+             "microseconds": (TS_MIN_MS * 1_000, TS_MAX_MS * 1_000),
+             "nanoseconds": (TS_MIN_MS * 1_000_000, TS_MAX_MS * 1_000_000)}
+    out = F.lit(None).cast("string")
+    for unit, (lo, hi) in spans.items():
+        out = F.when((n >= F.lit(lo)) & (n < F.lit(hi)), F.lit(unit)).otherwise(out)
+    return out
+
+
 def lag_rules() -> list[RecordRule]:
     """Per-record lag rules, over change events (with_lag's columns computed inline)."""
     is_change = F.col("change_event")
     valid = _valid_source_ts()
     lag = F.col("ts_ms") - F.col("source_ts_ms")
+    hint = unit_hint(F.col("source_ts_raw"))
     return [
         RecordRule("invalid_source_ts", is_change & ~valid, F.concat(
             F.lit("source timestamp "), F.coalesce(F.col("source_ts_raw"), F.lit("missing")),
-            F.lit(" is not an integer ms time between 2000 and 2100"))),
+            F.lit(" is not an integer ms time between 2000 and 2100"),
+            F.coalesce(F.concat(F.lit(": it looks like "), hint, F.lit(", not milliseconds")), F.lit("")))),
         RecordRule("negative_lag", is_change & valid & (lag < 0),
                    F.concat(F.lit("lag "), lag, F.lit(" ms: ts_ms before source.ts_ms (clock skew?)"))),
     ]

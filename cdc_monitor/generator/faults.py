@@ -215,8 +215,15 @@ class FaultPlan:
         self.label("negative_lag", rec)
 
     def _invalid_source_ts(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        """Variants: 0; the time in microseconds; in nanoseconds (ts_us/ts_ns values in ts_ms).
+        dtle's ts_sec gets 0 each time."""
         rec = hooks["data_recs"][0]
-        self._shift_source(rec, absolute=0)
+        variant = self.variant("invalid_source_ts", advance=True) % 3
+        src = rec.value["source"]
+        if variant and "ts_ms" in src:
+            src["ts_ms"] = src["ts_ms"] * (1_000 if variant == 1 else 1_000_000)
+        else:
+            self._shift_source(rec, absolute=0)
         self.label("invalid_source_ts", rec)
 
     # -- schema faults ---------------------------------------------------------------------------
