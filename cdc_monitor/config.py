@@ -12,6 +12,7 @@ from typing import Any
 from cdc_monitor.errors import UsageError
 from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX, TRANSACTION_TOPIC_REGEX
 
+REGISTRY_SETTINGS = ("url", "basic_auth_user_info", "bearer_token")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, None: 1000}
 
@@ -37,6 +38,9 @@ class ScanConfig:
     spark_master: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
     kafka_conf: dict[str, str] = field(default_factory=dict)  # librdkafka settings (kafka.* without the prefix)
+    # url, basic_auth_user_info, bearer_token: Avro keys and values in the Confluent wire format
+    schema_registry: dict[str, str] = field(default_factory=dict)
+    avro_json: bool = False  # capture values/keys are Avro-JSON text (kcat -s avro, kafka-avro-console-consumer)
 
     def with_overrides(self, **values: Any) -> ScanConfig:
         known = {f.name for f in fields(self)}
@@ -58,7 +62,7 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
             out["transaction_topic_regex"] = "^" + re.escape(str(value)) + "$"
         elif name in {f.name for f in fields(ScanConfig)}:
             out[name] = value
-        elif name not in ("tables", "spark", "kafka"):
+        elif name not in ("tables", "spark", "kafka", "schema_registry"):
             raise UsageError(f"{origin}: unknown setting {key!r}; see docs/configuration.md")
     tables = data.get("tables", {})
     thresholds = {t: parse_duration_ms(v.get("lag_threshold"), f"{origin}: tables.{t}.lag_threshold")
@@ -69,6 +73,12 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
         out["spark_conf"] = {str(k): str(v) for k, v in data["spark"].items()}
     if isinstance(data.get("kafka"), dict):
         out["kafka_conf"] = {str(k): str(v) for k, v in data["kafka"].items()}
+    if isinstance(data.get("schema_registry"), dict):
+        unknown = set(data["schema_registry"]) - set(REGISTRY_SETTINGS)
+        if unknown:
+            raise UsageError(f"{origin}: unknown [schema_registry] setting(s) {', '.join(sorted(unknown))}; "
+                             f"known: {', '.join(REGISTRY_SETTINGS)}")
+        out["schema_registry"] = {str(k): str(v) for k, v in data["schema_registry"].items()}
     return out
 
 
@@ -96,4 +106,9 @@ def load_config(path: str | None, env: dict[str, str] | None = None) -> ScanConf
     kafka_env = {k[len("kafka_"):].replace("_", "."): v for k, v in env_map.items() if k.startswith("kafka_")}
     if kafka_env:
         picked["kafka_conf"] = cfg.kafka_conf | kafka_env
+    # CDC_MONITOR_SCHEMA_REGISTRY_URL, ..._BASIC_AUTH_USER_INFO, ..._BEARER_TOKEN
+    registry_env = {k[len("schema_registry_"):]: v for k, v in env_map.items()
+                    if k.startswith("schema_registry_") and k[len("schema_registry_"):] in REGISTRY_SETTINGS}
+    if registry_env:
+        picked["schema_registry"] = cfg.schema_registry | registry_env
     return cfg.with_overrides(**picked)

@@ -116,6 +116,42 @@ def findings_by_check(counts: dict[str, dict[str, int]]) -> dict[str, int]:
     return out
 
 
+def _value_format(records: DataFrame, cfg: ScanConfig, cache: FrameCache,
+                  finding_frames: list[DataFrame]) -> tuple[DataFrame, dict[str, dict[str, list[int]]]]:
+    """Avro input as the JSON text the decoder reads: with a schema registry, one small job finds
+    the schema ids the window names (the records are kept, so the input is read once), the
+    driver fetches each once and judges it, and the records are decoded in Arrow batches."""
+    from cdc_monitor.avro.registry import RegistryClient, RegistrySettings
+    from cdc_monitor.decoding.avro import decode_avro_json, decode_wire_format, schema_id_usage
+
+    settings = RegistrySettings.from_conf(cfg.schema_registry)
+    if settings is not None:
+        from cdc_monitor.checks.avro import registry_findings, registry_ids
+
+        records = cache.keep(records)
+        usage = schema_id_usage(records)
+        client = RegistryClient(settings)
+        ids = sorted({int(u[k]) for u in usage for k in ("key_id", "value_id") if u[k] is not None})
+        schemas = {i: text for i in ids if (text := client.schema(i)) is not None}
+        found = registry_findings(records.sparkSession, usage, schemas, cfg.transaction_topic_regex,
+                                  cfg.heartbeat_topic_prefix)
+        if found is not None:
+            finding_frames.append(found)
+        return decode_wire_format(records, schemas), registry_ids(usage, schemas)
+    if cfg.avro_json:
+        return decode_avro_json(records), {}
+    return records, {}
+
+
+def _format_description(cfg: ScanConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if cfg.schema_registry.get("url"):
+        out["schema_registry"] = cfg.schema_registry["url"]  # never its credentials
+    if cfg.avro_json:
+        out["avro_json"] = True
+    return out
+
+
 def run_scan(source: SourceResult, config: ScanConfig | None = None,
              progress: Callable[[str], None] | None = None, keep_events: bool = False) -> ScanResult:
     """Decode, check and summarise one window. ``progress`` receives a line per finished phase;
@@ -137,11 +173,12 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
 
     opts = DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix)
     cache = FrameCache()
-    decoded = cache.materialize(decode_records(source.records, opts))
+    finding_frames: list[DataFrame] = []
+    records, registry_ids = _value_format(source.records, cfg, cache, finding_frames)
+    decoded = cache.materialize(decode_records(records, opts))
     events = cache.materialize(without_texts(decoded))
     lap("read_decode")
     rejects_count = 0
-    finding_frames: list[DataFrame] = []
     # the decode pass counted unreadable input lines: read them again only when there are some
     seen = source.rejects_observed.get["rejects"] if source.rejects_observed is not None else None
     if source.rejects is not None and seen != 0:
@@ -188,13 +225,14 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         events_by_table=events_by_table(facts.rows),
         lag=lag,
         transactions=transactions,
-        schemas=schema_versions(facts.rows),
+        schemas=[s | ({"registry_ids": registry_ids[s["topic"]]} if s["topic"] in registry_ids else {})
+                 for s in schema_versions(facts.rows)],
         heartbeats=heartbeats(facts.rows),
         findings=collected.findings,
         findings_by_rule=counts,
         finding_counts=collected.counts,
         timings=timings,
-        inputs=dict(source.description),
+        inputs=dict(source.description) | _format_description(cfg),
         series={"step_ms": step, "lag_threshold_ms": cfg.lag_threshold_ms,
                 "table_lag_threshold_ms": dict(cfg.table_lag_threshold_ms),
                 "lag": sorted(collected.parts["lag_series"], key=lambda r: nulls_first(r["server"], r["table"], r["t_ms"])),

@@ -53,7 +53,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e ".[test,grafana,gx]"
+.venv/bin/python -m pip install -q -e ".[test,grafana,gx,avro]"
 
 .venv/bin/ruff check .
 

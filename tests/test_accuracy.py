@@ -57,13 +57,21 @@ def test_every_injected_fault_is_found_exactly(captures, scan, scenario):
 
 
 def test_fault_plan_covers_every_rule_of_the_contract():
+    from cdc_monitor.checks.avro import RULES as AVRO_RULES
     from cdc_monitor.checks.catalogue import CATALOGUE, ONCE_PER_TOPIC
     from cdc_monitor.checks.decode import CAPTURE_RULES
+    from cdc_monitor.generator.faults import AVRO_INEXPRESSIBLE, AVRO_WIRE_RULES
 
     # per-topic rules are said of legitimate traffic features (tests/test_accuracy_features.py);
-    # capture rules of the capture files (tests/test_capture_source.py)
-    contract = set(CATALOGUE) - {"invalid_envelope"} - CAPTURE_RULES - ONCE_PER_TOPIC
+    # capture rules of the capture files (tests/test_capture_source.py); Avro rules of Avro traffic
+    # (the registry's schemas per topic in tests/test_avro.py)
+    avro = {r.name for r in AVRO_RULES}
+    contract = set(CATALOGUE) - {"invalid_envelope"} - CAPTURE_RULES - ONCE_PER_TOPIC - avro
     assert set(applicable_rules("mysql", schemas=True, tombstones=True, partitions=3)) == contract
+    wire = set(applicable_rules("mysql", schemas=False, tombstones=True, partitions=3, value_format="avro"))
+    bare = set(applicable_rules("mysql", schemas=False, tombstones=True, partitions=3))
+    assert wire == bare - set(AVRO_INEXPRESSIBLE) | set(AVRO_WIRE_RULES)
+    assert avro - wire == {"avro_schema_name", "avro_envelope_fields"}
 
 
 def test_clean_traffic_has_no_findings(captures, scan):

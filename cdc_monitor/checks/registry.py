@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from cdc_monitor.checks.avro import avro_rules
 from cdc_monitor.checks.decode import decode_rules
 from cdc_monitor.checks.findings import record_findings
 from cdc_monitor.checks.lag import lag_rules, lag_spike_findings, lag_table
@@ -51,7 +52,7 @@ def run_checks(events: DataFrame, facts: WindowFacts, config: ScanConfig, cache:
     tx = transaction_check(events, facts, cache)
     by_scope = {
         # decode, lag and envelope rules need only the record itself: one pass for all of them
-        "record": [record_findings(fresh, [*decode_rules(), *lag_rules(), *envelope_rules()]),
+        "record": [record_findings(fresh, [*decode_rules(), *avro_rules(), *lag_rules(), *envelope_rules()]),
                    *embedded_schema_findings(fresh if texts is None else texts)],
         "key": ordering_findings(events, facts, cache),
         "transaction": tx.findings,

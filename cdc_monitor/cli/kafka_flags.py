@@ -39,3 +39,36 @@ def pop_kafka_flags(kwargs: dict[str, Any], transaction_topic: str | None, clien
         since=values["since"], start=values["start_time"], end=values["end_time"], last=values["last"],
         options=tuple(values["kafka_option"]), reader=values["kafka_reader"], client_conf=dict(client_conf),
     )
+
+
+_FORMAT_FLAGS = [
+    click.option("--schema-registry", "schema_registry_url", metavar="URL",
+                 help="Schema Registry for Avro keys and values in the Confluent wire format (credentials: the config "
+                 "file's [schema_registry] table or CDC_MONITOR_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO, not here)."),
+    click.option("--avro-json", is_flag=True, default=None,
+                 help="Capture keys and values are Avro-JSON text (kcat -s avro, kafka-avro-console-consumer)."),
+]
+
+
+def format_flags(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(_FORMAT_FLAGS):
+        func = option(func)
+    return func
+
+
+def apply_format_flags(kwargs: dict[str, Any], cfg: Any) -> Any:
+    """The config with --schema-registry/--avro-json applied; a registry is checked now, before Spark
+    starts (unreachable, not a registry, credentials refused: exit 2 with the fix)."""
+    from cdc_monitor.avro.registry import RegistryClient, RegistrySettings
+    from cdc_monitor.errors import UsageError
+
+    url, avro_json = kwargs.pop("schema_registry_url"), kwargs.pop("avro_json")
+    registry = cfg.schema_registry | ({"url": url} if url else {})
+    cfg = cfg.with_overrides(schema_registry=registry, avro_json=avro_json)
+    settings = RegistrySettings.from_conf(cfg.schema_registry)
+    if settings is not None:
+        if cfg.avro_json:
+            raise UsageError("give --schema-registry (wire-format Avro, from Kafka) or --avro-json (Avro-JSON text "
+                             "captures), not both")
+        RegistryClient(settings).check()
+    return cfg

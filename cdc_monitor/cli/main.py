@@ -12,7 +12,7 @@ import click
 
 from cdc_monitor import __version__
 from cdc_monitor.cli.help import epilog
-from cdc_monitor.cli.kafka_flags import kafka_flags, pop_kafka_flags
+from cdc_monitor.cli.kafka_flags import apply_format_flags, format_flags, kafka_flags, pop_kafka_flags
 from cdc_monitor.errors import EXIT_CANNOT_RUN, EXIT_FINDINGS, EXIT_OK, CdcMonitorError, UsageError
 
 
@@ -57,6 +57,7 @@ def cli() -> None:
 @cli.command(epilog=epilog("scan"))
 @click.argument("paths", nargs=-1, type=click.Path())
 @kafka_flags
+@format_flags
 @click.option("--config", "config_file", type=click.Path(), help="TOML config file (flags override it).")
 @click.option("--transaction-topic", help="Transaction topic name (default: any '<prefix>.transaction').")
 @click.option("--lag-threshold", help="Lag above which a lag_spike is reported (default 60s).")
@@ -85,6 +86,7 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
     prepare_output_path(textfile, "--textfile")
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, fail_on=fail_on,
                       max_findings=max_findings, spark_master=spark_master)
+    cfg = apply_format_flags(kafka, cfg)
     started = time.time()
     source_input = prepare_input(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf),  # before Spark
                                  allow_empty=allow_empty)
@@ -132,6 +134,7 @@ def scan_config(config_file: str | None, transaction_topic: str | None, lag_thre
 @cli.command(epilog=epilog("gate"))
 @click.argument("paths", nargs=-1, type=click.Path())
 @kafka_flags
+@format_flags
 @click.option("--suite", "suite_files", multiple=True, required=True, type=click.Path(),
               help="Great Expectations suite JSON, or a folder of them (repeatable), e.g. --suite expectations/.")
 @click.option("--junit", type=click.Path(), help="Write JUnit XML here (one test case per expectation).")
@@ -156,6 +159,7 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
     prepare_output_path(junit, "--junit")
     suites = load_suites(suite_files)
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
+    cfg = apply_format_flags(kafka, cfg)
     started = time.time()
     source_input = prepare_input(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf),
                                  allow_empty=allow_empty)
@@ -210,10 +214,15 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
               help="Write this source.connector instead of the flavour's (an unknown one writes no transaction metadata).")
 @click.option("--flatten", is_flag=True, help="Values as ExtractNewRecordState writes them (rows only, no envelope).")
 @click.option("--heartbeats", is_flag=True, help="Debezium heartbeat records on __debezium-heartbeat.<server> too.")
+@click.option("--format", "value_format", type=click.Choice(["json", "avro"]), default="json", show_default=True,
+              help="avro: the Avro converter's wire format to Kafka (needs --schema-registry), Avro-JSON text "
+              "(as kcat -s avro prints it) in captures.")
+@click.option("--schema-registry", "schema_registry_url", metavar="URL",
+              help="Schema Registry the Avro schemas are registered in (credentials: CDC_MONITOR_SCHEMA_REGISTRY_*).")
 def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, tombstones: bool,
              partitions: int, output_path: str | None, bootstrap_servers: str | None, kafka_option: tuple[str, ...],
              labels_path: str | None, decimal_format: str, connector_name: str | None, flatten: bool,
-             heartbeats: bool) -> None:
+             heartbeats: bool, value_format: str, schema_registry_url: str | None) -> None:
     """Write synthetic Debezium traffic (optionally with labelled faults) as a kcat -J capture or to Kafka."""
     from cdc_monitor.generator import generate as gen
     from cdc_monitor.generator.capture import default_labels_path, write_capture, write_labels
@@ -226,9 +235,14 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
         raise UsageError("--faults with --bootstrap-servers needs --labels PATH for the fault labels")
     if faults and (flatten or connector_name):
         raise UsageError("--faults labels Debezium envelopes of a known connector: drop --flatten/--connector")
+    if value_format == "avro" and bootstrap_servers and not schema_registry_url:
+        raise UsageError("--format avro to Kafka needs --schema-registry URL (the schemas are registered there)")
+    if schema_registry_url and value_format != "avro":
+        raise UsageError("--schema-registry is for --format avro")
+    fmt = "json" if value_format == "json" else ("avro" if bootstrap_servers else "avro-json")
     traffic = gen(flavour, events=events, seed=seed, schemas=schemas, tombstones=tombstones,
                   partitions=partitions, faults=faults, decimal_format=decimal_format, connector=connector_name,
-                  flatten=flatten, heartbeats=heartbeats)
+                  flatten=flatten, heartbeats=heartbeats, value_format=fmt)
     if bootstrap_servers:
         from cdc_monitor.config import load_config
         from cdc_monitor.generator.produce import produce_traffic
@@ -237,7 +251,8 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
 
         flags = KafkaFlags(bootstrap_servers=bootstrap_servers, options=kafka_option,
                            client_conf=load_config(None).kafka_conf)
-        sent = produce_traffic(traffic, KafkaOptions.from_options(flags.source_options()))
+        registry = load_config(None).schema_registry | ({"url": schema_registry_url} if schema_registry_url else {})
+        sent = produce_traffic(traffic, KafkaOptions.from_options(flags.source_options()), registry=registry)
         msg = f"produced {sent['records']} records to {len(sent['topics'])} topic(s) at {bootstrap_servers}"
         if faults and labels_path:
             msg += f" and {write_labels(traffic, labels_path)} fault labels to {labels_path}"

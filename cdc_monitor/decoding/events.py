@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from cdc_monitor.decoding.avro import PRE_COLUMNS
 from cdc_monitor.decoding.envelope import CORRUPT, JSON_OPTIONS, KEY_SCHEMA, PAYLOAD_FIELDS, VALUE_SCHEMA
 from cdc_monitor.decoding.positions import position_expr
 from cdc_monitor.vocabulary import CONNECTORS, HEARTBEAT_TOPIC_PREFIX, PG_TXN_ID, TRANSACTION_TOPIC_REGEX, UNKNOWN_FLAVOUR
@@ -100,6 +101,12 @@ def _table(flavour: Column, src: Column, value_schema: Column, topic: Column) ->
     )
 
 
+def _pre(records: DataFrame, name: str) -> Column:
+    """A column of an Avro stage (decoding/avro.py), or its typed null on JSON input."""
+    typ = PRE_COLUMNS[name].dataType
+    return (F.col(name) if name in records.columns else F.lit(None).cast(typ)).alias(name)
+
+
 def txn_key(txn_id: Column) -> Column:
     """The reconciliation key of a transaction id (vocabulary.txn_key as a column)."""
     return F.when(txn_id.rlike(PG_TXN_ID), F.regexp_extract(txn_id, PG_TXN_ID, 1)).otherwise(txn_id)
@@ -127,6 +134,7 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         "headers",
         F.from_json(value_text, VALUE_SCHEMA, JSON_OPTIONS).alias("v"),
         F.from_json(key_text, KEY_SCHEMA, JSON_OPTIONS).alias("k"),
+        *[_pre(records, c) for c in PRE_COLUMNS.fieldNames()],
     )
     v, k = F.col("v"), F.col("k")
     enveloped = v["payload"].isNotNull()
@@ -139,13 +147,15 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
     )
     value_bad_shape = has_value & v.isNotNull() & v[CORRUPT].isNotNull() & ~value_bad_json
     key_bad_json = F.col("key").isNotNull() & (k.isNull() | k[CORRUPT].isNotNull() | ~_one_document(F.col("key")))
-    decode_error = (
-        F.when(value_bad_json, F.lit("invalid_json"))
+    decode_error = (  # an Avro stage's verdict first (decoding/avro.py)
+        F.when(F.col("pre_error").isNotNull(), F.col("pre_error"))
+        .when(value_bad_json, F.lit("invalid_json"))
         .when(value_bad_shape, F.lit("invalid_envelope"))
         .when(key_bad_json, F.lit("invalid_json"))
     )
     decode_detail = (
-        F.when(value_bad_json | value_bad_shape, F.lit("value")).when(key_bad_json, F.lit("key"))
+        F.when(F.col("pre_error").isNotNull(), F.col("pre_detail"))
+        .when(value_bad_json | value_bad_shape, F.lit("value")).when(key_bad_json, F.lit("key"))
     )
     is_marker = fields["status"].isin("BEGIN", "END") & fields["op"].isNull()
     kind = (
@@ -167,6 +177,7 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
     src = fields["source"]
     stage = base.select(
         "topic", "partition", "offset", "record_ts_ms", "timestamp_type", "key", "value_text", "headers",
+        "pre_message", "key_schema_id", "value_schema_id",
         kind.alias("kind"),
         decode_error.alias("decode_error"),
         decode_detail.alias("decode_detail"),
@@ -196,9 +207,9 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
     events = stage.withColumn("flavour", flavour).select(
         "topic", "partition", "offset", "record_ts_ms", "timestamp_type", "key", "value_text",
         "kind", "decode_error", "decode_detail",
-        F.when(F.col("decode_error").isNotNull(), F.substring(
+        F.when(F.col("decode_error").isNotNull(), F.coalesce(F.col("pre_message"), F.substring(
             F.coalesce(F.when(F.col("decode_detail") == "key", F.col("key")).otherwise(F.col("value_text")), F.lit("")),
-            1, SNIPPET)).alias("decode_snippet"),
+            1, SNIPPET))).alias("decode_snippet"),
         "flavour",
         F.coalesce(
             src["name"], src["server"],
@@ -236,8 +247,11 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         ).alias("marker_collections"),
         pk_change.alias("pk_change"),
         F.xxhash64("value_text").alias("value_hash"),
-        F.when(F.col("value_schema").isNotNull(), F.xxhash64("value_schema")).alias("value_schema_hash"),
-        F.when(F.col("key_schema").isNotNull(), F.xxhash64("key_schema")).alias("key_schema_hash"),
+        # a schema version: the embedded schema's hash, or the registry id of an Avro record's schema
+        F.coalesce(F.when(F.col("value_schema").isNotNull(), F.xxhash64("value_schema")), "value_schema_id")
+        .alias("value_schema_hash"),
+        F.coalesce(F.when(F.col("key_schema").isNotNull(), F.xxhash64("key_schema")), "key_schema_id")
+        .alias("key_schema_hash"),
     )
     # the derived flags every check reads, defined here once
     data_event = (F.col("kind") == "data") & F.col("decode_error").isNull()

@@ -14,8 +14,14 @@ from cdc_monitor.vocabulary import LABELS_SUFFIX
 
 
 def kcat_lines(traffic: Traffic) -> Iterator[str]:
+    """kcat -J lines; Avro traffic as ``kcat -s avro -J`` prints it (key and payload as Avro-JSON objects)."""
     for rec in traffic.records:
         key, value = serialize(rec, traffic.schemas)
+        if traffic.value_format != "json":
+            from cdc_monitor.generator.avro import avro_json
+
+            key = avro_json(rec.key_schema or {}, rec.key) if rec.key is not None else None
+            value = avro_json(rec.value_schema or {}, rec.value) if rec.value is not None else None
         headers = None
         if rec.headers:
             headers = [x for pair in rec.headers for x in pair]

@@ -7,7 +7,7 @@ hold records.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cdc_monitor.errors import InputError
@@ -48,10 +48,28 @@ def ensure_topics(opts: KafkaOptions, wanted: Mapping[str, int]) -> None:
                 raise InputError(f"could not create topic {topic}: {err}") from None
 
 
-def produce_traffic(traffic: Traffic, opts: KafkaOptions, records: list[Rec] | None = None) -> dict[str, Any]:
+def _encoder(traffic: Traffic, registry: dict[str, str] | None) -> Callable[[Rec], tuple[bytes | None, bytes | None]]:
+    if traffic.value_format == "avro":
+        if not registry or not registry.get("url"):
+            raise InputError("Avro traffic to Kafka needs --schema-registry URL (its schemas are registered there)")
+        from cdc_monitor.generator.avro import AvroWireEncoder
+
+        return AvroWireEncoder(registry["url"], registry).encode
+
+    def text(rec: Rec) -> tuple[bytes | None, bytes | None]:
+        key, value = serialize(rec, traffic.schemas)
+        return (key.encode() if key is not None else None), (value.encode() if value is not None else None)
+
+    return text
+
+
+def produce_traffic(traffic: Traffic, opts: KafkaOptions, records: list[Rec] | None = None,
+                    registry: dict[str, str] | None = None) -> dict[str, Any]:
     """Send every record (or ``records``, a slice of them) in generation order; returns counts.
-    Record offsets become the broker's."""
+    Record offsets become the broker's. Avro traffic needs ``registry`` (url, basic_auth_user_info)."""
     from confluent_kafka import Producer
+
+    encode = _encoder(traffic, registry)
 
     ensure_topics(opts, topic_partitions(traffic))
     conf = {"bootstrap.servers": opts.bootstrap_servers, "enable.idempotence": True, "linger.ms": 20,
@@ -69,12 +87,11 @@ def produce_traffic(traffic: Traffic, opts: KafkaOptions, records: list[Rec] | N
 
     chosen = traffic.records if records is None else records
     for rec in chosen:
-        key, value = serialize(rec, traffic.schemas)
+        key, value = encode(rec)
         headers = [(k, v.encode()) for k, v in rec.headers] if rec.headers else None
         while True:
             try:
-                producer.produce(rec.topic, value=value.encode() if value is not None else None,
-                                 key=key.encode() if key is not None else None, partition=rec.partition or 0,
+                producer.produce(rec.topic, value=value, key=key, partition=rec.partition or 0,
                                  timestamp=rec.ts, headers=headers, on_delivery=delivered(rec))
                 break
             except BufferError:

@@ -27,6 +27,7 @@ class Rec:
     txn_id: str | None = None
     raw_key: str | None = None  # serialized key, fixed once computed
     raw_value: str | None = None
+    wire_fault: str | None = None  # Avro traffic: how the serialized value is damaged (generator/avro.py)
 
 
 @dataclass
@@ -84,6 +85,7 @@ class Traffic:
     labels: list[Label] = field(default_factory=list)
     partitions: int = 3
     schemas: bool = True
+    value_format: str = "json"  # json, avro (wire format, to Kafka), avro-json (captures)
 
 
 def _dumps(obj: Any) -> str:

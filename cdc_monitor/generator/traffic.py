@@ -11,9 +11,11 @@ up front and applied while generating, each recorded as a label.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import random
 from typing import Any
 
+from cdc_monitor.errors import UsageError
 from cdc_monitor.generator.flavours import FLAVOURS, TABLES, TableDef
 from cdc_monitor.generator.partitioner import partition_for
 from cdc_monitor.generator.records import KeyPool, KeyState, Rec, Traffic, _dumps, serialize_key
@@ -46,22 +48,33 @@ class Generator:
     def __init__(self, flavour: str, *, events: int = 1000, seed: int = 7, schemas: bool = True,
                  partitions: int = 3, tombstones: bool = True, faults: bool = False, fault_repeats: int = 3,
                  decimal_format: str = "base64", connector: str | None = None, flatten: bool = False,
-                 fault_rules: frozenset[str] | None = None, heartbeats: bool = False):
+                 fault_rules: frozenset[str] | None = None, heartbeats: bool = False, value_format: str = "json",
+                 server: str | None = None):
         """``decimal_format``: how Decimal columns are written (the JsonConverter's ``base64`` default,
         or ``numeric``: JSON numbers). ``connector``: a ``source.connector`` name to write instead of
         the flavour's (an unknown connector writes no transaction metadata). ``flatten``: values as
         ExtractNewRecordState writes them (the row only; deletes and tombstones dropped).
         ``fault_rules``: with ``faults``, inject only these rules. ``heartbeats``: Debezium heartbeat
-        records on ``__debezium-heartbeat.<server>`` every HEARTBEAT_EVERY transactions."""
-        from cdc_monitor.generator.faults import FaultPlan
+        records on ``__debezium-heartbeat.<server>`` every HEARTBEAT_EVERY transactions. ``value_format``:
+        json, avro (wire format, for Kafka) or avro-json (captures). ``server``: the topic prefix
+        instead of the flavour's."""
+        from cdc_monitor.generator.faults import VALUE_FORMATS, FaultPlan
 
-        self.f = FLAVOURS[flavour]
+        if value_format not in VALUE_FORMATS:
+            raise ValueError(value_format)
+        if value_format != "json":  # Avro: the schemas live in the registry, the labels name keys by payload
+            if flavour == "yugabyte" or flatten or decimal_format != "base64" or connector:
+                raise UsageError("Avro traffic is generated for mysql, dtle, postgresql, sqlserver and oracle, with "
+                                 "envelopes and base64 decimals: drop --flatten/--connector/--decimal-format")
+            schemas = False
+        self.value_format = value_format
+        self.f = FLAVOURS[flavour] if server is None else dataclasses.replace(FLAVOURS[flavour], server=server)
         self.rng = random.Random(seed)
         self.events = events
         self.schemas = schemas
         self.partitions = partitions
         self.tombstones = tombstones
-        self.out = Traffic(self.f, partitions=partitions, schemas=schemas)
+        self.out = Traffic(self.f, partitions=partitions, schemas=schemas, value_format=value_format)
         self.keys: dict[tuple[str, int], KeyState] = {}
         # keys free for ordinary traffic (faults take theirs out with ``reserve``)
         self.live_pool = {t.name: KeyPool() for t in TABLES}

@@ -1,0 +1,113 @@
+"""Avro checks: records in the Confluent wire format that do not decode, and the registry's schemas
+of each topic judged against Debezium's naming and envelope (once per topic and schema id, on the
+driver: schemas are few)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+
+from cdc_monitor.checks.findings import RecordRule, finding
+from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX, Rule
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+RULES = (
+    Rule("undecodable_avro", "decode", "error", "record",
+         "a wire-format (Avro) key or value that does not decode with its registry schema"),
+    Rule("unknown_schema_id", "decode", "error", "record",
+         "a wire-format key or value naming a schema id the schema registry does not know"),
+    Rule("avro_schema_name", "schema", "warning", "table",
+         "a topic's registry key/value schema is not named as Debezium names it (<topic>.Key, <topic>.Envelope)"),
+    Rule("avro_envelope_fields", "schema", "error", "table",
+         "a topic's registry value schema lacks a field every Debezium envelope has (before, after, source, op)"),
+)
+ENVELOPE_FIELDS = ("before", "after", "source", "op")
+# Debezium's own fixed schemas (transaction metadata, heartbeats, schema changes) are named io.debezium.*
+OWN_SCHEMAS = "io.debezium."
+
+
+def avro_rules() -> list[RecordRule]:
+    return [RecordRule(rule, F.col("decode_error") == rule,
+                       F.concat(F.col("decode_detail"), F.lit(": "), F.col("decode_snippet")), located=False)
+            for rule in ("undecodable_avro", "unknown_schema_id")]
+
+
+def avro_name(topic: str) -> str:
+    """A topic as Debezium spells it in schema names: each dotted part made a valid Avro name
+    (invalid characters to ``_``, a leading digit prefixed with ``_``)."""
+    parts = [re.sub(r"[^A-Za-z0-9_]", "_", p) for p in topic.split(".")]
+    return ".".join("_" + p if p[:1].isdigit() else p for p in parts)
+
+
+def _full_name(schema: Any) -> str | None:
+    if not isinstance(schema, dict) or schema.get("type") != "record":
+        return None
+    name = str(schema.get("name", ""))
+    namespace = schema.get("namespace")
+    return name if "." in name or not namespace else f"{namespace}.{name}"
+
+
+def judge_schema(topic: str, role: str, text: str) -> list[tuple[str, str]]:
+    """(rule, message) for one registry schema of a topic's keys or values."""
+    try:
+        schema = json.loads(text)
+    except ValueError:
+        return []
+    name = _full_name(schema)
+    if name is not None and name.startswith(OWN_SCHEMAS):
+        return []
+    expected = f"{avro_name(topic)}.{'Key' if role == 'key' else 'Envelope'}"
+    out = []
+    if name != expected:
+        out.append(("avro_schema_name", f"{role} schema is named {name or '(not a record)'}, Debezium names it {expected}"))
+    if role == "value" and isinstance(schema, dict):
+        present = {f.get("name") for f in schema.get("fields", []) if isinstance(f, dict)}
+        missing = [f for f in ENVELOPE_FIELDS if f not in present]
+        if missing:
+            out.append(("avro_envelope_fields", f"value schema {name} has no {', '.join(missing)}: not a Debezium envelope"))
+    return out
+
+
+def registry_findings(spark: SparkSession, usage: list[dict[str, Any]], schemas: dict[int, str],
+                      transaction_topic_regex: str, heartbeat_prefix: str = HEARTBEAT_TOPIC_PREFIX) -> DataFrame | None:
+    """One finding per topic, schema id and rule broken, for the data topics' registry schemas."""
+    rows: list[tuple[str, str, str]] = []
+    seen: set[tuple[str, str, int]] = set()
+    for use in sorted(usage, key=lambda u: (u["topic"], u["key_id"] or 0, u["value_id"] or 0)):
+        topic = use["topic"]
+        if re.search(transaction_topic_regex, topic) or topic.startswith(heartbeat_prefix):
+            continue
+        for role in ("key", "value"):
+            sid = use[f"{role}_id"]
+            if sid is None or sid not in schemas or (topic, role, sid) in seen:
+                continue
+            seen.add((topic, role, sid))
+            rows += [(rule, topic, f"schema id {sid}: {msg}") for rule, msg in judge_schema(topic, role, schemas[sid])]
+    if not rows:
+        return None
+    frame = spark.createDataFrame(rows, "rule string, topic string, message string")
+    rules = sorted({r for r, _, _ in rows})
+    found = [frame.where(F.col("rule") == rule).select(*finding(rule, F.col("message"), topic=F.col("topic"),
+                                                                server=F.regexp_extract("topic", r"^([^.]+)", 1)))
+             for rule in rules]
+    out = found[0]
+    for f in found[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def registry_ids(usage: list[dict[str, Any]], known: dict[int, str]) -> dict[str, dict[str, list[int]]]:
+    """Per topic, the registry ids its keys and values name that the registry knows (the report's
+    schema versions; unknown ids are unknown_schema_id findings)."""
+    out: dict[str, dict[str, set[int]]] = {}
+    for use in usage:
+        per = out.setdefault(use["topic"], {"key": set(), "value": set()})
+        for role in ("key", "value"):
+            if use[f"{role}_id"] is not None and use[f"{role}_id"] in known:
+                per[role].add(int(use[f"{role}_id"]))
+    return {t: {r: sorted(ids) for r, ids in per.items()} for t, per in sorted(out.items())}

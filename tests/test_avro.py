@@ -1,0 +1,155 @@
+"""Avro with a Schema Registry, end to end: traffic serialized by confluent-kafka's AvroSerializer
+(schemas registered through its SchemaRegistryClient, as Debezium's Avro converter does) into
+tansu, scanned from Kafka with --schema-registry; the same records as JSON and as Avro-JSON text
+give the same findings. The registry is a loopback server speaking the registry's REST API."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from cdc_monitor.cli.main import cli
+from cdc_monitor.generator import generate
+from cdc_monitor.generator.capture import label_dicts, write_capture
+from cdc_monitor.generator.faults import AVRO_WIRE_RULES
+from cdc_monitor.generator.produce import produce_traffic
+from cdc_monitor.sources.kafka.options import KafkaOptions
+from tests.registry_server import RegistryServer
+
+FLAVOURS = ("mysql", "postgresql", "sqlserver")
+PREFIX = "avro"
+
+
+def _key(d: dict) -> tuple:
+    return (d["rule"], d["topic"], d["partition"], d["offset"], d["key"], d["txn_id"])
+
+
+@pytest.fixture(scope="module")
+def avro_world(kafka_broker, tmp_path_factory):
+    """Faulty Avro traffic of three flavours in tansu; the same records as JSON and Avro-JSON captures."""
+    root = tmp_path_factory.mktemp("avro")
+    with RegistryServer() as registry:
+        labels: list[dict] = []
+        for i, flavour in enumerate(FLAVOURS):
+            traffic = generate(flavour, events=600, seed=300 + i, faults=True, heartbeats=True, value_format="avro",
+                               server=f"{PREFIX}{i}_{flavour}")
+            produce_traffic(traffic, KafkaOptions.from_options({"kafka.bootstrap.servers": kafka_broker}),
+                            registry={"url": registry.url})
+            labels += label_dicts(traffic)  # offsets are the broker's now
+            write_capture(dataclasses.replace(traffic, value_format="json"), root / "json" / f"{flavour}.jsonl")
+            write_capture(dataclasses.replace(traffic, value_format="avro-json"), root / "avro-json" / f"{flavour}.jsonl")
+        yield {"registry": registry, "labels": labels, "root": root, "bootstrap": kafka_broker}
+
+
+def _cli_scan(*args: str, report) -> tuple[int, dict, str]:
+    run = CliRunner().invoke(cli, ["scan", *args, "--output", "json", "--report-file", str(report), "--max-findings",
+                                   "100000", "--quiet"])
+    return run.exit_code, (json.loads(report.read_text()) if report.exists() else {}), run.output
+
+
+def test_avro_from_kafka_finds_every_fault_and_equals_its_json_twin(avro_world, scan, tmp_path):
+    code, report, output = _cli_scan("--bootstrap-servers", avro_world["bootstrap"], "--topics", rf"{PREFIX}\d_.*",
+                                     "--schema-registry", avro_world["registry"].url, report=tmp_path / "avro.json")
+    assert code == 1, output
+    labels = avro_world["labels"]
+    found = collections.Counter(_key(f) for f in report["findings"])
+    expected = collections.Counter(_key(lab) for lab in labels)
+    assert found == expected, {"missed": sorted(expected - found)[:10], "extra": sorted(found - expected)[:10]}
+    assert {lab["rule"] for lab in labels} >= set(AVRO_WIRE_RULES)
+    assert report["inputs"]["schema_registry"] == avro_world["registry"].url
+    # the report's schema versions are the registry's ids, per topic
+    versions = {s["topic"]: s for s in report["schemas"] if s["topic"].startswith(f"{PREFIX}1_postgresql.public.")}
+    assert versions and all(s["value_schemas"] == 1 and s["registry_ids"]["value"] for s in versions.values())
+    registered = avro_world["registry"].registry.subjects
+    for topic, s in versions.items():
+        assert s["registry_ids"]["value"] == registered[f"{topic}-value"]
+        assert s["registry_ids"]["key"] == registered[f"{topic}-key"]
+
+    # the same records written by the JSON converter (schemas off): the same findings, but the wire-format ones
+    twin = scan([avro_world["root"] / "json"])
+    twin_found = collections.Counter(_key(f) for f in twin.findings)
+    avro_found = collections.Counter(_key(f) for f in report["findings"] if f["rule"] not in AVRO_WIRE_RULES)
+    assert twin_found == avro_found
+    assert twin.summary["invalid_records"] == 0
+    assert report["summary"]["invalid_records"] == sum(1 for lab in labels if lab["rule"] in AVRO_WIRE_RULES)
+
+
+def test_avro_json_capture_decodes_like_the_json_twin(avro_world, scan):
+    """kcat -s avro / kafka-avro-console-consumer text: unions unwrapped, bytes as the JSON converter writes them."""
+    avro_json = scan([avro_world["root"] / "avro-json"], avro_json=True)
+    twin = scan([avro_world["root"] / "json"])
+    assert avro_json.summary["invalid_records"] == 0
+    assert collections.Counter(_key(f) for f in avro_json.findings) == collections.Counter(_key(f) for f in twin.findings)
+    assert avro_json.lag == twin.lag
+    assert avro_json.transactions == twin.transactions
+    # without --avro-json the same text is read as plain JSON: its union wrappers hide op, source and the rows
+    plain = scan([avro_world["root"] / "avro-json" / "mysql.jsonl"])
+    assert plain.findings_by_rule != avro_json.findings_by_rule
+
+
+def test_registry_schemas_are_judged_against_debeziums_names_and_envelope(kafka_broker, spark, tmp_path):
+    """A topic whose registry schemas are not Debezium's: wrong names, an envelope without op."""
+    from confluent_kafka import Producer
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    topic = "avrobad.inventory.items"
+    value_schema = {"type": "record", "name": "Item", "namespace": "shop", "fields": [
+        {"name": "before", "type": ["null", "string"], "default": None},
+        {"name": "after", "type": ["null", "string"], "default": None},
+        {"name": "source", "type": {"type": "record", "name": "Src", "fields": [{"name": "ts_ms", "type": "long"}]}}]}
+    key_schema = {"type": "record", "name": "Key", "namespace": "avrobad.inventory.items", "fields": [
+        {"name": "id", "type": "int"}]}
+    with RegistryServer() as registry:
+        client = SchemaRegistryClient({"url": registry.url})
+        ser_v = AvroSerializer(client, json.dumps(value_schema))
+        ser_k = AvroSerializer(client, json.dumps(key_schema))
+        producer = Producer({"bootstrap.servers": kafka_broker})
+        for i in range(3):
+            producer.produce(topic, key=ser_k({"id": i}, SerializationContext(topic, MessageField.KEY)),
+                             value=ser_v({"before": None, "after": "x", "source": {"ts_ms": 1_700_000_000_000 + i}},
+                                         SerializationContext(topic, MessageField.VALUE)), timestamp=1_700_000_000_500 + i)
+        assert producer.flush(10) == 0
+        code, report, output = _cli_scan("--bootstrap-servers", kafka_broker, "--topics", "avrobad\\..*",
+                                         "--schema-registry", registry.url, "--fail-on", "never",
+                                         report=tmp_path / "bad.json")
+        value_id = registry.registry.subjects[f"{topic}-value"][0]
+    assert code == 0, output
+    by_rule = collections.defaultdict(list)
+    for f in report["findings"]:
+        by_rule[f["rule"]].append(f)
+    assert [f["message"] for f in by_rule["avro_schema_name"]] == [
+        f"schema id {value_id}: value schema is named shop.Item, Debezium names it {topic}.Envelope"]  # the key's is right
+    assert [f["message"] for f in by_rule["avro_envelope_fields"]] == [
+        f"schema id {value_id}: value schema shop.Item has no op: not a Debezium envelope"]
+    assert all(f["topic"] == topic for f in by_rule["avro_schema_name"])
+    assert len(by_rule["op_missing"]) == 3  # the records decode: every check judges them
+    assert report["summary"]["invalid_records"] == 0
+
+
+def test_registry_down_or_refusing_is_exit_2_before_spark(kafka_broker, tmp_path, monkeypatch):
+    started = time.time()
+    run = CliRunner().invoke(cli, ["scan", "--bootstrap-servers", kafka_broker, "--schema-registry", "http://127.0.0.1:9"])
+    assert run.exit_code == 2
+    assert "schema registry at http://127.0.0.1:9 is unreachable" in run.output
+    assert "check --schema-registry" in run.output and len(run.output.strip().splitlines()) == 1
+    assert time.time() - started < 10
+    with RegistryServer(user_info="monitor:s3cret") as registry:
+        refused = CliRunner().invoke(cli, ["scan", "--bootstrap-servers", kafka_broker, "--schema-registry", registry.url])
+        assert refused.exit_code == 2 and "refused the credentials (HTTP 401)" in refused.output
+        monkeypatch.setenv("CDC_MONITOR_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO", "monitor:s3cret")
+        from cdc_monitor.avro.registry import RegistryClient, RegistrySettings
+        from cdc_monitor.config import load_config
+
+        settings = RegistrySettings.from_conf(load_config(None).schema_registry | {"url": registry.url})
+        RegistryClient(settings).check()  # accepted with the credentials from the environment
+        assert registry.registry.requests[-1][2].startswith("Basic ")
+        assert "s3cret" not in repr(settings)
+    creds = CliRunner().invoke(cli, ["scan", "x.jsonl", "--schema-registry", "http://u:p@127.0.0.1:9"])
+    assert creds.exit_code == 2 and "holds credentials" in creds.output
