@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from cdc_monitor.cli.main import cli
 from cdc_monitor.generator import generate
 from cdc_monitor.generator.capture import label_dicts, write_capture
-from cdc_monitor.generator.faults import AVRO_WIRE_RULES
 from cdc_monitor.generator.produce import produce_traffic
+from cdc_monitor.generator.wire_faults import AVRO_WIRE_RULES
 from cdc_monitor.sources.kafka.options import KafkaOptions
 from tests.registry_server import RegistryServer
 

@@ -12,14 +12,14 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.generator.flavours import TABLES, TableDef
-from cdc_monitor.generator.records import Label, Rec, serialize
+from cdc_monitor.generator.records import STANDALONE_EV, Label, Rec, serialize
 from cdc_monitor.generator.schemas import envelope_schema, key_schema
+from cdc_monitor.generator.wire_faults import AVRO_INEXPRESSIBLE, AVRO_WIRE_RULES, WireFaults
 
 if TYPE_CHECKING:
     from cdc_monitor.generator.traffic import Generator
 
 SPACING = 4
-STANDALONE_EV = 19  # event index for records between transactions: past any transaction's own events
 TX_RULES = ("missing_end", "missing_begin", "count_mismatch", "collection_count_mismatch", "order_gap",
             "orphan_event")
 SCHEMA_ON_RULES = ("key_schema_name_mismatch", "type_mismatch", "non_optional_null", "invalid_avro_name")
@@ -34,11 +34,6 @@ ALL_RULES = (
 )
 
 
-# faults whose record no Avro schema of Debezium's can carry (a required field removed, text that is
-# no encoding of the schema); Avro traffic has its own wire-format faults instead
-AVRO_INEXPRESSIBLE = ("invalid_json", "op_missing", "missing_source_field")
-AVRO_WIRE_RULES = ("undecodable_avro", "unknown_schema_id")
-VALUE_FORMATS = ("json", "avro", "avro-json")
 
 
 def applicable_rules(flavour: str, schemas: bool, tombstones: bool, partitions: int,
@@ -59,7 +54,7 @@ def applicable_rules(flavour: str, schemas: bool, tombstones: bool, partitions: 
     return rules
 
 
-class FaultPlan:
+class FaultPlan(WireFaults):
     def __init__(self, gen: Generator, repeats: int, only: frozenset[str] | None = None):
         """``only``: inject just these rules (those that apply to the flavour and settings)."""
         self.g = gen
@@ -334,23 +329,6 @@ class FaultPlan:
         prefix = f'{{"{self.col(table, key=True)}": {pk}}}^' if variant == 1 else f"{key}\t"
         rec.raw_value = prefix + (value or "")
         self.label("invalid_json", rec)
-
-    def _wire_fault(self, rule: str, txn_no: int, fault: str) -> None:
-        g = self.g
-        table = g.rng.choice(TABLES)
-        pk = self.new_pk(table)
-        rec = g.change(table, pk, "c", None, g.row(table, pk, 0), txn=None, txn_no=txn_no, ev=STANDALONE_EV,
-                       commit_seq=g.seq)
-        rec.wire_fault = fault
-        self.label(rule, rec)
-
-    def _undecodable_avro(self, txn_no: int, hooks: dict[str, Any]) -> None:
-        """Variants: the body cut short; bytes left over after the record."""
-        variant = self.variant("undecodable_avro", advance=True) % 2
-        self._wire_fault("undecodable_avro", txn_no, ("truncated", "trailing")[variant])
-
-    def _unknown_schema_id(self, txn_no: int, hooks: dict[str, Any]) -> None:
-        self._wire_fault("unknown_schema_id", txn_no, "unknown_id")
 
     def _update(self, txn_no: int, table: TableDef, pk: int, ev: int = STANDALONE_EV, **kw: Any) -> Rec:
         g = self.g

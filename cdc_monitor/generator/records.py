@@ -9,6 +9,8 @@ from typing import Any
 
 from cdc_monitor.generator.flavours import Flavour, TableDef
 
+STANDALONE_EV = 19  # event index for records between transactions: past any transaction's own events
+
 
 @dataclass
 class Rec:

@@ -58,7 +58,8 @@ class Generator:
         records on ``__debezium-heartbeat.<server>`` every HEARTBEAT_EVERY transactions. ``value_format``:
         json, avro (wire format, for Kafka) or avro-json (captures). ``server``: the topic prefix
         instead of the flavour's."""
-        from cdc_monitor.generator.faults import VALUE_FORMATS, FaultPlan
+        from cdc_monitor.generator.faults import FaultPlan
+        from cdc_monitor.generator.wire_faults import VALUE_FORMATS
 
         if value_format not in VALUE_FORMATS:
             raise ValueError(value_format)
