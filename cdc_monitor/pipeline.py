@@ -121,26 +121,18 @@ def _value_format(records: DataFrame, cfg: ScanConfig, cache: FrameCache,
     """Avro input as the JSON text the decoder reads: with a schema registry, one small job finds
     the schema ids the window names (the records are kept, so the input is read once), the
     driver fetches each once and judges it, and the records are decoded in Arrow batches."""
-    from cdc_monitor.avro.registry import RegistryClient, RegistrySettings
-    from cdc_monitor.decoding.avro import decode_avro_json, decode_wire_format, schema_id_usage
+    from cdc_monitor.decoding.avro import avro_as_json
 
-    settings = RegistrySettings.from_conf(cfg.schema_registry)
-    if settings is not None:
-        from cdc_monitor.checks.avro import registry_findings, registry_ids
+    avro = avro_as_json(records, cfg, cache)
+    if avro.usage is None:
+        return avro.records, {}
+    from cdc_monitor.checks.avro import registry_findings, registry_ids
 
-        records = cache.keep(records)
-        usage = schema_id_usage(records)
-        client = RegistryClient(settings)
-        ids = sorted({int(u[k]) for u in usage for k in ("key_id", "value_id") if u[k] is not None})
-        schemas = {i: text for i in ids if (text := client.schema(i)) is not None}
-        found = registry_findings(records.sparkSession, usage, schemas, cfg.transaction_topic_regex,
-                                  cfg.heartbeat_topic_prefix)
-        if found is not None:
-            finding_frames.append(found)
-        return decode_wire_format(records, schemas), registry_ids(usage, schemas)
-    if cfg.avro_json:
-        return decode_avro_json(records), {}
-    return records, {}
+    found = registry_findings(records.sparkSession, avro.usage, avro.schemas, cfg.transaction_topic_regex,
+                              cfg.heartbeat_topic_prefix)
+    if found is not None:
+        finding_frames.append(found)
+    return avro.records, registry_ids(avro.usage, avro.schemas)
 
 
 def _format_description(cfg: ScanConfig) -> dict[str, Any]:

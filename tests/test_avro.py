@@ -153,3 +153,24 @@ def test_registry_down_or_refusing_is_exit_2_before_spark(kafka_broker, tmp_path
         assert "s3cret" not in repr(settings)
     creds = CliRunner().invoke(cli, ["scan", "x.jsonl", "--schema-registry", "http://u:p@127.0.0.1:9"])
     assert creds.exit_code == 2 and "holds credentials" in creds.output
+
+
+def test_watch_counts_every_avro_fault_once_across_micro_batches(avro_world, spark, tmp_path):
+    """watch's engine on the Avro records of one flavour, in two micro-batches, with the registry."""
+    from cdc_monitor.config import ScanConfig
+    from cdc_monitor.sources.kafka.source import read_kafka
+    from cdc_monitor.watch.engine import WatchSettings, process_batch
+    from cdc_monitor.watch.state import StateStore, WatchState
+    from tests.test_watch_engine import batches_by_time, rule_totals
+
+    server = f"{PREFIX}0_mysql"
+    records = read_kafka(spark, {"kafka.bootstrap.servers": avro_world["bootstrap"],
+                                 "subscribePattern": rf"{server}\..*"}).records.cache()
+    expected = collections.Counter(lab["rule"] for lab in avro_world["labels"] if lab["topic"].startswith(f"{server}."))
+    settings = WatchSettings(scan=ScanConfig(schema_registry={"url": avro_world["registry"].url}))
+    store, state = StateStore(tmp_path / "ckpt"), WatchState()
+    for batch_id, batch in enumerate(batches_by_time(records, 2)):
+        _, state = process_batch(spark, batch, batch_id, state, store, settings)
+    assert rule_totals(state) == expected
+    assert {"undecodable_avro", "unknown_schema_id"} <= set(expected)
+    records.unpersist()

@@ -286,10 +286,12 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
 @click.option("--config", "config_file", type=click.Path(), help="TOML config file (flags override it).")
 @click.option("--lag-threshold", help="Lag above which a lag_spike is reported (default 60s).")
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
+@click.option("--schema-registry", "schema_registry_url", metavar="URL",
+              help="Schema Registry for Avro keys and values in the wire format (credentials: CDC_MONITOR_SCHEMA_REGISTRY_*).")
 def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | None, kafka_option: tuple[str, ...],
           listen: str, checkpoint: str, interval: str, grace: str, starting_offsets: str,
           max_offsets_per_trigger: int | None, key_ttl: str, job: str, config_file: str | None,
-          lag_threshold: str | None, spark_master: str | None) -> None:
+          lag_threshold: str | None, spark_master: str | None, schema_registry_url: str | None) -> None:
     """Monitor continuously: all checks on every micro-batch, metrics on /metrics, until SIGTERM."""
     from pathlib import Path
 
@@ -301,6 +303,7 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
     from cdc_monitor.watch.engine import WatchSettings
 
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
+    cfg = apply_format_flags({"schema_registry_url": schema_registry_url, "avro_json": None}, cfg)
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit():
         raise UsageError(f"--listen {listen!r} is not HOST:PORT (e.g. 0.0.0.0:9464)")

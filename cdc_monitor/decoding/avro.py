@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
@@ -26,6 +28,10 @@ from cdc_monitor.avro.schemas import strip_logical_types, unwrap_avro_json
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
+
+    from cdc_monitor.avro.registry import RegistryClient, RegistrySettings
+    from cdc_monitor.config import ScanConfig
+    from cdc_monitor.engine.cache import FrameCache
 
 MAGIC = b"\x00"
 HEADER = 5
@@ -163,3 +169,38 @@ def decode_avro_json(records: DataFrame) -> DataFrame:
             yield _rebuild(batch, keys, values, pre)
 
     return records.mapInArrow(run, out_struct)
+
+
+@dataclass
+class AvroInput:
+    records: DataFrame  # keys and values as JSON text, with the PRE_COLUMNS
+    usage: list[dict[str, Any]] | None = None  # with a registry: schema ids per topic (schema_id_usage)
+    schemas: dict[int, str] = field(default_factory=dict)  # the ids the registry knows
+
+
+@lru_cache(maxsize=8)
+def registry_client(settings: RegistrySettings) -> RegistryClient:
+    """One client per registry and process: watch's micro-batches fetch each schema id once."""
+    from cdc_monitor.avro.registry import RegistryClient
+
+    return RegistryClient(settings)
+
+
+def avro_as_json(records: DataFrame, cfg: ScanConfig, cache: FrameCache) -> AvroInput:
+    """The records as the decoder reads them. With a schema registry one small job finds the schema
+    ids the records name (the records are kept, so the input is read once), the driver fetches
+    each id once, and keys and values are decoded in Arrow batches; with ``avro_json``, Avro-JSON
+    text is unwrapped; otherwise the records are returned as they are."""
+    from cdc_monitor.avro.registry import RegistrySettings
+
+    settings = RegistrySettings.from_conf(cfg.schema_registry)
+    if settings is not None:
+        records = cache.keep(records)
+        usage = schema_id_usage(records)
+        client = registry_client(settings)
+        ids = sorted({int(u[k]) for u in usage for k in ("key_id", "value_id") if u[k] is not None})
+        schemas = {i: text for i in ids if (text := client.schema(i)) is not None}
+        return AvroInput(decode_wire_format(records, schemas), usage, schemas)
+    if cfg.avro_json:
+        return AvroInput(decode_avro_json(records))
+    return AvroInput(records)

@@ -31,6 +31,7 @@ from cdc_monitor.checks.lag import change_events, with_lag
 from cdc_monitor.checks.registry import run_checks
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records
+from cdc_monitor.decoding.avro import avro_as_json
 from cdc_monitor.decoding.events import txn_key
 from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import heartbeats
@@ -131,7 +132,7 @@ def process_batch(spark: SparkSession, new_records: DataFrame, batch_id: int, st
             state.partitions.setdefault(_key(topic, part), PartitionHistory(int(ts or 0), int(lo), batch_id))
         start_df = F.broadcast(spark.createDataFrame([(t, p, lo) for (t, p), (lo, _) in starts.items()], COORD))
         opts = DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix)
-        events = cache.materialize(decode_records(raw, opts).join(
+        events = cache.materialize(decode_records(avro_as_json(raw, cfg, cache).records, opts).join(
             start_df.withColumnRenamed("offset", "batch_start"), ["topic", "partition"], "left"
         ).withColumn("is_new", F.coalesce(F.col("offset") >= F.col("batch_start"), F.lit(False))).drop("batch_start"))
         outcome, verdicts = _check(spark, events, state, settings, batch_id, cache)
