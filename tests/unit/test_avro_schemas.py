@@ -106,3 +106,19 @@ def test_registry_client_fetches_each_id_once_and_says_what_is_unknown():
         RegistryClient(RegistrySettings(srv.url)).check()
     with pytest.raises(UsageError, match="is not http"):
         RegistrySettings.from_conf({"url": "registry:8081"})
+
+
+def test_registry_credentials_come_from_the_file_or_environment_and_are_never_shown(tmp_path):
+    from cdc_monitor.config import load_config
+
+    conf = tmp_path / "c.toml"
+    conf.write_text('[schema_registry]\nurl = "https://sr.example:8081"\nbearer_token = "t0ken"\n')
+    cfg = load_config(str(conf), env={})
+    settings = RegistrySettings.from_conf(cfg.schema_registry)
+    assert settings.headers()["Authorization"] == "Bearer t0ken" and "t0ken" not in repr(settings)
+    env = {"CDC_MONITOR_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO": "u:p"}
+    both = RegistrySettings.from_conf(load_config(str(conf), env=env).schema_registry)
+    assert both.headers()["Authorization"] == "Basic " + base64.b64encode(b"u:p").decode()  # basic wins
+    conf.write_text('[schema_registry]\nurl = "https://sr.example:8081"\npassword = "x"\n')
+    with pytest.raises(UsageError, match="unknown \\[schema_registry\\] setting"):
+        load_config(str(conf), env={})
