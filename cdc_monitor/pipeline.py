@@ -21,7 +21,8 @@ from cdc_monitor import __version__
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.checks.decode import capture_line_findings, duplicate_record_findings
 from cdc_monitor.checks.findings import FINDING_COLUMNS
-from cdc_monitor.checks.lag import HISTOGRAM_LE_S
+from cdc_monitor.checks.lag import HISTOGRAM_LE_S, lag_row_ms
+from cdc_monitor.checks.schema_changes import ddl_counts
 from cdc_monitor.checks.transactions import summary_frame, transaction_summary
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records, without_texts
@@ -198,6 +199,8 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
              "findings_series": findings_series(findings, events, step)}
     if checked.transactions is not None:
         parts["transactions"] = summary_frame(checked.transactions)
+    if any(r["kind"] == "schema_change" for r in facts.rows):
+        parts["ddl"] = ddl_counts(events)
     collected = collect_all(findings, cfg.max_findings, parts)
     counts: dict[str, dict[str, int]] = {}
     for c in collected.counts:
@@ -210,7 +213,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     by_rule = {rule: n for per in counts.values() for rule, n in per.items()}
     transactions = (transaction_summary(collected.parts["transactions"], by_rule)
                     if checked.transactions is not None else {})
-    lag = sorted(collected.parts["lag"], key=lambda r: nulls_first(r["server"], r["topic"], r["table"]))
+    lag = sorted((lag_row_ms(r) for r in collected.parts["lag"]), key=lambda r: nulls_first(r["server"], r["topic"], r["table"]))
     result = ScanResult(
         window=window,
         summary=summary,
@@ -218,7 +221,8 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         lag=lag,
         transactions=transactions,
         schemas=[s | ({"registry_ids": registry_ids[s["topic"]]} if s["topic"] in registry_ids else {})
-                 for s in schema_versions(facts.rows)],
+                 for s in schema_versions(facts.rows, {(d["server"], d["table"]): d["ddl_events"]
+                                                       for d in collected.parts.get("ddl", [])})],
         heartbeats=heartbeats(facts.rows),
         findings=collected.findings,
         findings_by_rule=counts,

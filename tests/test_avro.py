@@ -22,6 +22,7 @@ from cdc_monitor.sources.kafka.options import KafkaOptions
 from tests.registry_server import RegistryServer
 
 FLAVOURS = ("mysql", "postgresql", "sqlserver")
+pytestmark = pytest.mark.xdist_group("avro")  # one worker builds the Avro world (broker, registry) once
 PREFIX = "avro"
 
 
@@ -29,21 +30,54 @@ def _key(d: dict) -> tuple:
     return (d["rule"], d["topic"], d["partition"], d["offset"], d["key"], d["txn_id"])
 
 
+BAD_TOPIC = "avrobad.inventory.items"  # registry schemas that are not Debezium's
+
+
+def _produce_bad_topic(bootstrap: str, url: str) -> None:
+    """Records whose registry schemas are wrongly named, the value one without op (as a hand-made producer might)."""
+    from confluent_kafka import Producer
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    value_schema = {"type": "record", "name": "Item", "namespace": "shop", "fields": [
+        {"name": "before", "type": ["null", "string"], "default": None},
+        {"name": "after", "type": ["null", "string"], "default": None},
+        {"name": "source", "type": {"type": "record", "name": "Src", "fields": [{"name": "ts_ms", "type": "long"}]}}]}
+    key_schema = {"type": "record", "name": "Key", "namespace": BAD_TOPIC, "fields": [{"name": "id", "type": "int"}]}
+    client = SchemaRegistryClient({"url": url})
+    ser_v, ser_k = AvroSerializer(client, json.dumps(value_schema)), AvroSerializer(client, json.dumps(key_schema))
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(3):
+        producer.produce(BAD_TOPIC, key=ser_k({"id": i}, SerializationContext(BAD_TOPIC, MessageField.KEY)),
+                         value=ser_v({"before": None, "after": "x", "source": {"ts_ms": 1_767_225_600_000 + i}},
+                                     SerializationContext(BAD_TOPIC, MessageField.VALUE)), timestamp=1_767_225_600_500 + i)
+    assert producer.flush(10) == 0
+
+
 @pytest.fixture(scope="module")
 def avro_world(kafka_broker, tmp_path_factory):
-    """Faulty Avro traffic of three flavours in tansu; the same records as JSON and Avro-JSON captures."""
+    """Faulty Avro traffic of three flavours in tansu (and a topic whose schemas are not Debezium's); the
+    same records as JSON and Avro-JSON captures."""
     root = tmp_path_factory.mktemp("avro")
     with RegistryServer() as registry:
         labels: list[dict] = []
         for i, flavour in enumerate(FLAVOURS):
-            traffic = generate(flavour, events=600, seed=300 + i, faults=True, heartbeats=True, value_format="avro",
+            traffic = generate(flavour, events=500, seed=300 + i, faults=True, heartbeats=True, value_format="avro",
                                server=f"{PREFIX}{i}_{flavour}")
             produce_traffic(traffic, KafkaOptions.from_options({"kafka.bootstrap.servers": kafka_broker}),
                             registry={"url": registry.url})
             labels += label_dicts(traffic)  # offsets are the broker's now
             write_capture(dataclasses.replace(traffic, value_format="json"), root / "json" / f"{flavour}.jsonl")
             write_capture(dataclasses.replace(traffic, value_format="avro-json"), root / "avro-json" / f"{flavour}.jsonl")
+        _produce_bad_topic(kafka_broker, registry.url)
         yield {"registry": registry, "labels": labels, "root": root, "bootstrap": kafka_broker}
+
+
+@pytest.fixture(scope="module")
+def json_twin(avro_world, scan):
+    """The same records as the JSON converter writes them (schemas off), scanned."""
+    return scan([avro_world["root"] / "json"])
 
 
 def _cli_scan(*args: str, report) -> tuple[int, dict, str]:
@@ -52,12 +86,14 @@ def _cli_scan(*args: str, report) -> tuple[int, dict, str]:
     return run.exit_code, (json.loads(report.read_text()) if report.exists() else {}), run.output
 
 
-def test_avro_from_kafka_finds_every_fault_and_equals_its_json_twin(avro_world, scan, tmp_path):
-    code, report, output = _cli_scan("--bootstrap-servers", avro_world["bootstrap"], "--topics", rf"{PREFIX}\d_.*",
-                                     "--schema-registry", avro_world["registry"].url, report=tmp_path / "avro.json")
+def test_avro_from_kafka_finds_every_fault_and_equals_its_json_twin(avro_world, json_twin, tmp_path):
+    code, report, output = _cli_scan("--bootstrap-servers", avro_world["bootstrap"], "--topics",
+                                     rf"{PREFIX}\d_.*|avrobad\..*", "--schema-registry", avro_world["registry"].url,
+                                     report=tmp_path / "avro.json")
     assert code == 1, output
     labels = avro_world["labels"]
-    found = collections.Counter(_key(f) for f in report["findings"])
+    generated = [f for f in report["findings"] if f["topic"] != BAD_TOPIC]
+    found = collections.Counter(_key(f) for f in generated)
     expected = collections.Counter(_key(lab) for lab in labels)
     assert found == expected, {"missed": sorted(expected - found)[:10], "extra": sorted(found - expected)[:10]}
     assert {lab["rule"] for lab in labels} >= set(AVRO_WIRE_RULES)
@@ -71,66 +107,37 @@ def test_avro_from_kafka_finds_every_fault_and_equals_its_json_twin(avro_world, 
         assert s["registry_ids"]["key"] == registered[f"{topic}-key"]
 
     # the same records written by the JSON converter (schemas off): the same findings, but the wire-format ones
-    twin = scan([avro_world["root"] / "json"])
-    twin_found = collections.Counter(_key(f) for f in twin.findings)
-    avro_found = collections.Counter(_key(f) for f in report["findings"] if f["rule"] not in AVRO_WIRE_RULES)
+    twin_found = collections.Counter(_key(f) for f in json_twin.findings)
+    avro_found = collections.Counter(_key(f) for f in generated if f["rule"] not in AVRO_WIRE_RULES)
     assert twin_found == avro_found
-    assert twin.summary["invalid_records"] == 0
+    assert json_twin.summary["invalid_records"] == 0
     assert report["summary"]["invalid_records"] == sum(1 for lab in labels if lab["rule"] in AVRO_WIRE_RULES)
 
+    # a topic whose registry schemas are not Debezium's: judged once per topic and schema id
+    bad = collections.defaultdict(list)
+    for f in report["findings"]:
+        if f["topic"] == BAD_TOPIC:
+            bad[f["rule"]].append(f["message"])
+    value_id = registered[f"{BAD_TOPIC}-value"][0]
+    assert bad["avro_schema_name"] == [  # the key's name is right
+        f"schema id {value_id}: value schema is named shop.Item, Debezium names it {BAD_TOPIC}.Envelope"]
+    assert bad["avro_envelope_fields"] == [f"schema id {value_id}: value schema shop.Item has no op: not a Debezium envelope"]
+    assert len(bad["op_missing"]) == 3  # its records decode: every check judges them
 
-def test_avro_json_capture_decodes_like_the_json_twin(avro_world, scan):
+
+def test_avro_json_capture_decodes_like_the_json_twin(avro_world, json_twin, scan, tmp_path):
     """kcat -s avro / kafka-avro-console-consumer text: unions unwrapped, bytes as the JSON converter writes them."""
     avro_json = scan([avro_world["root"] / "avro-json"], avro_json=True)
-    twin = scan([avro_world["root"] / "json"])
     assert avro_json.summary["invalid_records"] == 0
-    assert collections.Counter(_key(f) for f in avro_json.findings) == collections.Counter(_key(f) for f in twin.findings)
-    assert avro_json.lag == twin.lag
-    assert avro_json.transactions == twin.transactions
-    # without --avro-json the same text is read as plain JSON: its union wrappers hide op, source and the rows
-    plain = scan([avro_world["root"] / "avro-json" / "mysql.jsonl"])
-    assert plain.findings_by_rule != avro_json.findings_by_rule
-
-
-def test_registry_schemas_are_judged_against_debeziums_names_and_envelope(kafka_broker, spark, tmp_path):
-    """A topic whose registry schemas are not Debezium's: wrong names, an envelope without op."""
-    from confluent_kafka import Producer
-    from confluent_kafka.schema_registry import SchemaRegistryClient
-    from confluent_kafka.schema_registry.avro import AvroSerializer
-    from confluent_kafka.serialization import MessageField, SerializationContext
-
-    topic = "avrobad.inventory.items"
-    value_schema = {"type": "record", "name": "Item", "namespace": "shop", "fields": [
-        {"name": "before", "type": ["null", "string"], "default": None},
-        {"name": "after", "type": ["null", "string"], "default": None},
-        {"name": "source", "type": {"type": "record", "name": "Src", "fields": [{"name": "ts_ms", "type": "long"}]}}]}
-    key_schema = {"type": "record", "name": "Key", "namespace": "avrobad.inventory.items", "fields": [
-        {"name": "id", "type": "int"}]}
-    with RegistryServer() as registry:
-        client = SchemaRegistryClient({"url": registry.url})
-        ser_v = AvroSerializer(client, json.dumps(value_schema))
-        ser_k = AvroSerializer(client, json.dumps(key_schema))
-        producer = Producer({"bootstrap.servers": kafka_broker})
-        for i in range(3):
-            producer.produce(topic, key=ser_k({"id": i}, SerializationContext(topic, MessageField.KEY)),
-                             value=ser_v({"before": None, "after": "x", "source": {"ts_ms": 1_700_000_000_000 + i}},
-                                         SerializationContext(topic, MessageField.VALUE)), timestamp=1_700_000_000_500 + i)
-        assert producer.flush(10) == 0
-        code, report, output = _cli_scan("--bootstrap-servers", kafka_broker, "--topics", "avrobad\\..*",
-                                         "--schema-registry", registry.url, "--fail-on", "never",
-                                         report=tmp_path / "bad.json")
-        value_id = registry.registry.subjects[f"{topic}-value"][0]
-    assert code == 0, output
-    by_rule = collections.defaultdict(list)
-    for f in report["findings"]:
-        by_rule[f["rule"]].append(f)
-    assert [f["message"] for f in by_rule["avro_schema_name"]] == [
-        f"schema id {value_id}: value schema is named shop.Item, Debezium names it {topic}.Envelope"]  # the key's is right
-    assert [f["message"] for f in by_rule["avro_envelope_fields"]] == [
-        f"schema id {value_id}: value schema shop.Item has no op: not a Debezium envelope"]
-    assert all(f["topic"] == topic for f in by_rule["avro_schema_name"])
-    assert len(by_rule["op_missing"]) == 3  # the records decode: every check judges them
-    assert report["summary"]["invalid_records"] == 0
+    assert collections.Counter(_key(f) for f in avro_json.findings) == collections.Counter(_key(f) for f in json_twin.findings)
+    assert avro_json.lag == json_twin.lag
+    assert avro_json.transactions == json_twin.transactions
+    # without --avro-json the same text is read as plain JSON: its union wrappers hide the rows and ts_ms
+    tail = tmp_path / "tail.jsonl"  # streaming changes: their ts_ms is a union ({"long": ...})
+    lines = (avro_world["root"] / "avro-json" / "mysql.jsonl").read_text().splitlines(True)[-60:]
+    tail.write_text("".join(lines))
+    assert sum('"op": "u"' in line for line in lines) > 10
+    assert sum(r["count"] for r in scan([tail]).lag) == 0 < sum(r["count"] for r in avro_json.lag)
 
 
 def test_registry_down_or_refusing_is_exit_2_before_spark(kafka_broker, tmp_path, monkeypatch):

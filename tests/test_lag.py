@@ -77,3 +77,29 @@ def test_source_timestamps_in_another_unit_say_which(scan, tmp_path):
     for offset, (ts, unit) in enumerate(stamps.items()):
         assert found[offset].startswith(f"source timestamp {ts} is not an integer ms time"), found[offset]
         assert found[offset].endswith(f": it looks like {unit}, not milliseconds" if unit else "2100"), found[offset]
+
+
+def test_microsecond_and_nanosecond_times_give_sub_millisecond_lags(scan, tmp_path):
+    """Debezium 2.x sends ts_us/ts_ns beside ts_ms (payload and source): the lag table and
+    negative_lag use the finest pair both sides send; a record with ms only keeps ms."""
+    lines = []
+    lags_us = {0: 350, 1: 1_250, 2: -400, 3: 2_000}  # us pairs, ns pairs, a negative one, ms only
+    for i, lag in lags_us.items():
+        src_us = (BASE + i * 1000) * 1000 + 123
+        value = {"before": None, "after": {"id": i}, "op": "u", "ts_ms": (src_us + lag) // 1000,
+                 "source": {"connector": "mysql", "name": "srv", "db": "shop", "table": "fine", "ts_ms": src_us // 1000,
+                            "snapshot": "false", "file": "mysql-bin.000001", "pos": 100 + i, "row": 0}}
+        if i in (0, 2):
+            value["ts_us"], value["source"]["ts_us"] = src_us + lag, src_us
+        elif i == 1:
+            value["ts_ns"], value["source"]["ts_ns"] = (src_us + lag) * 1000 + 7, src_us * 1000
+        else:
+            value["ts_ms"], value["source"]["ts_ms"] = BASE + 3000 + 2, BASE + 3000
+        lines.append(kcat_line("srv.shop.fine", 0, i, json.dumps({"id": i}), json.dumps(value), BASE + 9000))
+    result = scan([write_lines(tmp_path / "fine.jsonl", lines)])
+    row = next(r for r in result.lag if r["table"] == "shop.fine")
+    assert row["count"] == 4 and row["max_ms"] == 2 and row["negative"] == 1
+    assert row["p50_ms"] == 0.35 and row["sum_ms"] == 3.2  # nearest rank of -0.4, 0.35, 1.25, 2
+    negative = [f for f in result.findings if f["rule"] == "negative_lag"]
+    assert [(f["offset"], f["message"]) for f in negative] == [(2, "lag -0.4 ms: ts_ms before source.ts_ms (clock skew?)")]
+    assert lag_json(row)["histogram"]["0.05"] == 4  # all four are under 50 ms

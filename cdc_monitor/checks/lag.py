@@ -1,5 +1,10 @@
 """lag check: ``ts_ms - source.ts_ms`` per table, plus record-time lag.
 
+When both the processing and the source time come in microseconds or nanoseconds too (Debezium
+2.x's ``ts_us``/``ts_ns``), the lag table and ``negative_lag`` use them: sub-millisecond lags.
+The lag table aggregates microseconds; ``lag_row_ms`` gives its figures in milliseconds (whole
+numbers stay integers, so millisecond-only streams report exactly as before).
+
 Change events are ``c``/``u``/``d`` that are not snapshot events and decoded cleanly. Invalid
 source timestamps and negative lags are findings per record; negative lags still count in the
 percentiles. A spike is a run of consecutive (by ``ts_ms``) events of one table above the
@@ -56,6 +61,27 @@ def with_lag(changes: DataFrame) -> DataFrame:
     ).withColumn("record_lag_ms", F.when(valid, F.col("record_ts_ms") - F.col("source_ts_ms")))
 
 
+def lag_us() -> Column:
+    """The lag in microseconds, from the finest pair of times both sides send."""
+    fine = F.col("ts_us").isNotNull() & F.col("source_ts_us").isNotNull()
+    return F.when(fine, F.col("ts_us") - F.col("source_ts_us")).otherwise((F.col("ts_ms") - F.col("source_ts_ms")) * 1000)
+
+
+def ms_text(us: Column) -> Column:
+    """Microseconds as milliseconds, for messages: ``120``, ``0.35``, ``-0.004``."""
+    frac = F.regexp_replace(F.format_string("%.3f", us / 1000), r"\.?0+$", "")
+    return F.when(us % 1000 == 0, (us / 1000).cast("bigint").cast("string")).otherwise(frac)
+
+
+def lag_row_ms(row: dict) -> dict:
+    """A lag-table row with its microsecond figures (``*_us``) as milliseconds (``*_ms``), in place."""
+    def ms(v):
+        if v is None:
+            return None
+        return int(v) // 1000 if int(v) % 1000 == 0 else round(int(v) / 1000, 3)
+    return {(k[:-3] + "_ms" if k.endswith("_us") else k): (ms(v) if k.endswith("_us") else v) for k, v in row.items()}
+
+
 def _pct(col: str, p: float) -> Column:
     return F.expr(f"percentile_disc({p}) WITHIN GROUP (ORDER BY {col})").cast("bigint")
 
@@ -68,18 +94,18 @@ def lag_table(events: DataFrame) -> DataFrame:
     lagged = decoded_data(events).select(
         *GROUP, change.alias("change"), F.col("snapshot_event").alias("snap"),
         F.when(change, valid).alias("source_ts_valid"),
-        F.when(change & valid & F.col("ts_ms").isNotNull(), F.col("ts_ms") - F.col("source_ts_ms")).alias("lag_ms"),
+        F.when(change & valid & F.col("ts_ms").isNotNull(), lag_us()).alias("lag_us"),
         F.when(change & valid, F.col("record_ts_ms") - F.col("source_ts_ms")).alias("record_lag_ms"),
         F.when(change & valid, F.col("source_ts_ms")).alias("valid_source_ts_ms"),
     )
     return lagged.groupBy(*GROUP).agg(
-        F.count("lag_ms").alias("count"),
-        F.sum("lag_ms").alias("sum_ms"),
-        *[_pct("lag_ms", p).alias(name) for name, p in QUANTILES],
-        F.max("lag_ms").alias("max_ms"),
+        F.count("lag_us").alias("count"),
+        F.sum("lag_us").alias("sum_us"),
+        *[_pct("lag_us", p).alias(name.replace("_ms", "_us")) for name, p in QUANTILES],
+        F.max("lag_us").alias("max_us"),
         # cumulative counts per HISTOGRAM_LE_S bound (the +Inf bucket is ``count``)
-        F.array(*[F.count(F.when(F.col("lag_ms") <= int(le * 1000), 1)) for le in HISTOGRAM_LE_S]).alias("le_counts"),
-        F.coalesce(F.sum((F.col("lag_ms") < 0).cast("int")), F.lit(0)).alias("negative"),
+        F.array(*[F.count(F.when(F.col("lag_us") <= int(le * 1_000_000), 1)) for le in HISTOGRAM_LE_S]).alias("le_counts"),
+        F.coalesce(F.sum((F.col("lag_us") < 0).cast("int")), F.lit(0)).alias("negative"),
         F.coalesce(F.sum((~F.col("source_ts_valid")).cast("int")), F.lit(0)).alias("invalid_source_ts"),
         *[_pct("record_lag_ms", p).alias("record_" + name) for name, p in QUANTILES],
         F.max("record_lag_ms").alias("record_max_ms"),
@@ -114,15 +140,15 @@ def lag_rules() -> list[RecordRule]:
     """Per-record lag rules, over change events (with_lag's columns computed inline)."""
     is_change = F.col("change_event")
     valid = _valid_source_ts()
-    lag = F.col("ts_ms") - F.col("source_ts_ms")
+    lag = lag_us()
     hint = unit_hint(F.col("source_ts_raw"))
     return [
         RecordRule("invalid_source_ts", is_change & ~valid, F.concat(
             F.lit("source timestamp "), F.coalesce(F.col("source_ts_raw"), F.lit("missing")),
             F.lit(" is not an integer ms time between 2000 and 2100"),
             F.coalesce(F.concat(F.lit(": it looks like "), hint, F.lit(", not milliseconds")), F.lit("")))),
-        RecordRule("negative_lag", is_change & valid & (lag < 0),
-                   F.concat(F.lit("lag "), lag, F.lit(" ms: ts_ms before source.ts_ms (clock skew?)"))),
+        RecordRule("negative_lag", is_change & valid & F.col("ts_ms").isNotNull() & (lag < 0),
+                   F.concat(F.lit("lag "), ms_text(lag), F.lit(" ms: ts_ms before source.ts_ms (clock skew?)"))),
     ]
 
 

@@ -47,6 +47,8 @@ PAYLOAD_FIELDS = [
     T.StructField("patch", S),
     T.StructField("op", S),
     T.StructField("ts_ms", S),
+    T.StructField("ts_us", S),  # Debezium 2.x: the processing time in micro- and nanoseconds beside ts_ms
+    T.StructField("ts_ns", S),
     T.StructField("source", SOURCE_SCHEMA),
     T.StructField("transaction", TRANSACTION_BLOCK),
     T.StructField("message", S),  # logical-decoding message (op m): {prefix, content}

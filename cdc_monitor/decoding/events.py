@@ -12,6 +12,7 @@ One ``from_json`` per value and per key; everything else is column expressions. 
 | decode_snippet | the start of the undecodable text (null when it decoded) |
 | flavour, server, db, schema_name, table_name, table | who produced it; ``table`` is the qualified data collection |
 | op, ts_ms, source_ts_ms, source_ts_raw, snapshot | change metadata (source_ts_ms from ts_ms, else ts_sec*1000) |
+| ts_us, source_ts_us | the processing and source times in microseconds, when ts_us or ts_ns is sent (Debezium 2.x) |
 | txn_id, txn_total_order, txn_collection_order | the data event's ``transaction`` block |
 | txn_key, marker_key | the transaction id (data event / marker) as reconciled (``txn_key``: PostgreSQL's txId part) |
 | has_message | the value carries a logical-decoding ``message`` block (op ``m``) |
@@ -20,6 +21,7 @@ One ``from_json`` per value and per key; everything else is column expressions. 
 | value_schema, key_schema, key_payload | raw embedded schemas and the key's payload text |
 | status, marker_id, marker_event_count, marker_collections | transaction-topic BEGIN/END fields |
 | pk_change | the record carries ``__debezium.oldkey``/``newkey`` headers |
+| ddl_tables | schema-change events: the tables the DDL is about (``tableChanges[].id``, else its DDL text) |
 | value_hash | xxhash64 of the value text (duplicate detection without carrying the text) |
 | value_schema_hash, key_schema_hash | xxhash64 of the embedded schemas (null without one) |
 | data_event | a decoded record of a data topic with a value (what the checks call a data event) |
@@ -188,7 +190,12 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         *[fields[name].alias(name) for name in ("before", "after", "op", "source", "transaction", "status",
                                                 "data_collections")],
         fields["message"].isNotNull().alias("has_message"),
+        fields["databaseName"].alias("ddl_database"),
+        fields["ddl"].alias("ddl_text"),
+        fields["tableChanges"].alias("table_changes"),
         fields["ts_ms"].alias("ts_ms_raw"),
+        fields["ts_us"].alias("ts_us_raw"),
+        fields["ts_ns"].alias("ts_ns_raw"),
         fields["id"].alias("marker_id"),
         fields["event_count"].alias("marker_event_count_raw"),
     )
@@ -225,6 +232,10 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         "op",
         F.col("ts_ms_raw").try_cast("bigint").alias("ts_ms"),
         source_ts.alias("source_ts_ms"),
+        # the finest processing and source times present, in microseconds (ts_us, else ts_ns / 1000)
+        F.coalesce(F.col("ts_us_raw").try_cast("bigint"), F.expr("try_cast(ts_ns_raw AS BIGINT) div 1000")).alias("ts_us"),
+        F.coalesce(src["ts_us"].try_cast("bigint"), F.expr("try_cast(source.ts_ns AS BIGINT) div 1000"))
+        .alias("source_ts_us"),
         source_ts_raw.alias("source_ts_raw"),
         snapshot.alias("snapshot"),
         F.col("transaction")["id"].alias("txn_id"),
@@ -245,6 +256,7 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
                 c["event_count"].try_cast("bigint").alias("event_count"),
             ),
         ).alias("marker_collections"),
+        F.when(F.col("kind") == "schema_change", ddl_tables()).alias("ddl_tables"),
         pk_change.alias("pk_change"),
         F.xxhash64("value_text").alias("value_hash"),
         # a schema version: the embedded schema's hash, or the registry id of an Avro record's schema
@@ -262,6 +274,21 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         "snapshot_event": data_event & snapshot_event,
         "envelope": data_event & ~non_envelope(),
     })
+
+
+DDL_TABLE = (r"(?i)^\s*(?:CREATE|ALTER|DROP|RENAME|TRUNCATE)\s+(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?"
+             r"[`\"]?([\w$]+)[`\"]?(?:\.[`\"]?([\w$]+)[`\"]?)?")
+
+
+def ddl_tables() -> Column:
+    """The tables a schema-change event is about, spelled as ``table`` is (db.table, db.schema.table):
+    its ``tableChanges[].id`` without quotes, else the table its DDL names (dtle writes no tableChanges)."""
+    changes = F.from_json(F.col("table_changes"), "array<struct<type:string,id:string>>")
+    ids = F.transform(changes, lambda c: F.regexp_replace(c["id"], '"', ""))
+    first, second = F.regexp_extract("ddl_text", DDL_TABLE, 1), F.regexp_extract("ddl_text", DDL_TABLE, 2)
+    named = F.when(second != "", F.concat_ws(".", first, second)).when(
+        first != "", F.concat_ws(".", F.col("ddl_database"), first))
+    return F.when(F.size(ids) > 0, ids).when(named.isNotNull(), F.array(named)).otherwise(F.array().cast("array<string>"))
 
 
 def non_envelope() -> Column:

@@ -54,12 +54,20 @@ def heartbeats(rows: list[Row]) -> list[dict[str, Any]]:
     return [out[k] for k in sorted(out, key=lambda k: nulls_first(k))]
 
 
-def schema_versions(rows: list[Row]) -> list[dict[str, Any]]:
-    """Distinct value and key schemas of decoded data events per topic."""
-    by_topic: dict[str, tuple[set, set]] = {}
+def schema_versions(rows: list[Row], ddl: dict[tuple[Any, Any], int] | None = None) -> list[dict[str, Any]]:
+    """Distinct value and key schemas of decoded data events per topic; with ``ddl`` ((server, table) ->
+    DDL events about it on the schema-change topic), ``ddl_events`` beside the topic's versions."""
+    by_topic: dict[str, tuple[set, set, set]] = {}
     for r in _decoded_data(rows):
-        v, k = by_topic.setdefault(r["topic"], (set(), set()))
+        v, k, tables = by_topic.setdefault(r["topic"], (set(), set(), set()))
         v.update(r["value_hashes"])
         k.update(r["key_hashes"])
-    return [{"topic": t, "value_schemas": len(v), "key_schemas": len(k)}
-            for t, (v, k) in sorted(by_topic.items(), key=lambda kv: nulls_first(kv[0]))]
+        tables.add((r["server"], r["table"]))
+    out = []
+    for t, (v, k, tables) in sorted(by_topic.items(), key=lambda kv: nulls_first(kv[0])):
+        row: dict[str, Any] = {"topic": t, "value_schemas": len(v), "key_schemas": len(k)}
+        n = sum((ddl or {}).get(st, 0) for st in tables)
+        if n:
+            row["ddl_events"] = n
+        out.append(row)
+    return out

@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.checks.findings import FINDING_COLUMNS
-from cdc_monitor.checks.lag import change_events, with_lag
+from cdc_monitor.checks.lag import change_events, lag_row_ms, with_lag
 from cdc_monitor.checks.registry import run_checks
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records
@@ -190,7 +190,7 @@ def _check(spark: SparkSession, events: DataFrame, state: WatchState, settings: 
             final_txns.append((r["server"], r["txn_key"]))
             per = finalized.setdefault(r["server"] or "", {})
             per[r["status"]] = per.get(r["status"], 0) + 1
-    lag = [r.asDict() for r in checked.lag.collect()]
+    lag = [lag_row_ms(r.asDict()) for r in checked.lag.collect()]
     by_op = [r.asDict() for r in fresh.where("data_event")
              .groupBy("server", "table", "op").count().collect()]
     counts = fresh.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("decode_error").isNotNull().cast("int")).alias("bad")).first()

@@ -7,6 +7,7 @@ the reader then keeps exactly the records whose timestamp lies in the window.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 from dataclasses import asdict, dataclass
@@ -51,7 +52,9 @@ def select_topics(opts: KafkaOptions, existing: dict[str, int]) -> list[str]:
     if opts.topics:
         missing = [t for t in opts.topics if t not in names]
         if missing:
-            near = ", ".join(sorted(t for t in names if not re.match(DEFAULT_EXCLUDE, t))[:10]) or "none"
+            candidates = sorted(t for t in names if not re.match(DEFAULT_EXCLUDE, t))
+            close = difflib.get_close_matches(missing[0], candidates, n=5, cutoff=0.6)  # the likely typo first
+            near = ", ".join([*close, *(t for t in candidates if t not in close)][:10]) or "none"
             raise InputError(f"topic {missing[0]} does not exist on {opts.bootstrap_servers}: check --topics "
                              f"(topics there: {near})")
         chosen = list(opts.topics)
