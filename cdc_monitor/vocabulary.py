@@ -47,6 +47,10 @@ ALLOWED_OPS: dict[str, tuple[str, ...]] = {
     "oracle": GENERIC_OPS,
     "yugabyte": GENERIC_OPS,
     "mongodb": ROW_OPS,
+    "db2": ROW_OPS,
+    "informix": ROW_OPS,
+    "vitess": ROW_OPS,
+    "spanner": ROW_OPS,
 }
 MESSAGE_OP_FLAVOURS = ("postgresql", "yugabyte")
 
@@ -61,6 +65,11 @@ CONNECTORS: dict[str, str] = {
     "yugabytedb": "yugabyte",
     "yugabyte": "yugabyte",
     "bmdbdb": "yugabyte",
+    # transaction metadata as the others write it; their transaction ids are opaque strings
+    "db2": "db2",
+    "informix": "informix",
+    "vitess": "vitess",
+    "spanner": "spanner",
 }
 UNKNOWN_FLAVOUR = "unknown"
 

@@ -54,6 +54,10 @@ REQUIRED_SOURCE: dict[str, tuple[str, ...]] = {
     "oracle": ("name", "ts_ms", "scn"),
     "yugabyte": ("name", "ts_ms", "lsn"),
     "mongodb": ("name", "ts_ms", "ord"),
+    "db2": ("name", "ts_ms", "commit_lsn"),
+    "informix": ("name", "ts_ms", "commit_lsn"),
+    "vitess": ("name", "ts_ms", "keyspace", "vgtid"),
+    "spanner": ("name", "ts_ms"),
 }
 SKIP_NULL_CHECK = frozenset({"op"} | {f"source.{f}" for fields in REQUIRED_SOURCE.values() for f in fields})
 LOC_COLUMNS = ("topic", "partition", "offset", "key", "txn_id", "server", "table")

@@ -26,6 +26,8 @@ SOURCE_FIELDS = [
     "scn", "commit_scn", "rs_id", "ssn", "redo_thread", "user_name", "lcr_position",
     # mongodb
     "rs", "collection", "ord", "h", "tord",
+    # db2 / informix (change_lsn, commit_lsn above) and vitess
+    "begin_lsn", "keyspace", "shard", "vgtid",
     # dtle schema-change messages: {"source": {"server": ...}}
     "server",
 ]

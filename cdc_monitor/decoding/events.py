@@ -93,6 +93,8 @@ def _table(flavour: Column, src: Column, value_schema: Column, topic: Column) ->
     by_source = (
         F.when(flavour.isin("postgresql", "yugabyte"), F.concat_ws(".", sch, tbl))
         .when(flavour.isin("mysql", "dtle", "mongodb"), F.concat_ws(".", db, tbl))
+        .when(flavour == "vitess", F.concat_ws(".", F.coalesce(F.nullif(src["keyspace"], F.lit("")), db), tbl))
+        .when(flavour == "spanner", tbl)
         .otherwise(F.concat_ws(".", db, sch, tbl))
     )
     # "<server>.<rest>.Envelope" / topic "<server>.<rest>" when the source names no table

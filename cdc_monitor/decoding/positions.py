@@ -10,6 +10,9 @@ Arrays compare element by element, so "did the position go backwards" is one ``<
 | oracle | [commit_scn (or scn), scn] |
 | yugabyte | the parts of ``lsn`` such as ``1:4::0:0`` (empty part = 0) |
 | mongodb | [ts_ms, ord] |
+| db2 | [commit_lsn (3 hex parts), change_lsn (3 hex parts)] (a part beyond 2^63 leaves no position) |
+| informix | [commit_lsn, change_lsn] (numbers) |
+| vitess, spanner | none: a VGTID or a Spanner commit is not an ordered number (ordering's position rule skips them) |
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-FLAVOURS = ("mysql", "dtle", "postgresql", "sqlserver", "oracle", "yugabyte", "mongodb")
+FLAVOURS = ("mysql", "dtle", "postgresql", "sqlserver", "oracle", "yugabyte", "mongodb", "db2", "informix", "vitess",
+            "spanner")
 
 
 def _long(col: Column) -> Column:
@@ -61,4 +65,6 @@ def position_expr(flavour: Column, src: Column) -> Column:
         .when(flavour == "oracle", oracle)
         .when(flavour == "yugabyte", yugabyte)
         .when(flavour == "mongodb", _all_or_null([_long(src["ts_ms"]), _long(F.coalesce(src["ord"], F.lit("0")))]))
+        .when(flavour == "db2", _all_or_null([*_hex_parts(src["commit_lsn"]), *_hex_parts(src["change_lsn"])]))
+        .when(flavour == "informix", _all_or_null([_long(src["commit_lsn"]), _long(src["change_lsn"])]))
     )
