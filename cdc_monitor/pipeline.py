@@ -23,6 +23,7 @@ from cdc_monitor.checks.decode import capture_line_findings, duplicate_record_fi
 from cdc_monitor.checks.findings import FINDING_COLUMNS
 from cdc_monitor.checks.lag import HISTOGRAM_LE_S, lag_row_ms
 from cdc_monitor.checks.schema_changes import ddl_counts
+from cdc_monitor.checks.snapshots import snapshot_progress
 from cdc_monitor.checks.transactions import summary_frame, transaction_summary
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records, without_texts
@@ -63,6 +64,7 @@ class ScanResult:
     finished_at: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
     heartbeats: list[dict[str, Any]] = field(default_factory=list)  # per server: count, last_ts_ms
+    snapshots: list[dict[str, Any]] = field(default_factory=list)  # per server and table: rows, markers seen
     inputs: dict[str, Any] = field(default_factory=dict)  # what was read (files, or brokers and topics)
     series: dict[str, Any] = field(default_factory=dict)  # step_ms, lag and findings per interval (engine/series.py)
     # with run_scan(keep_events=True): the cached events frame, alive until release() is called
@@ -92,6 +94,7 @@ class ScanResult:
             "transactions": self.transactions,
             "schemas": self.schemas,
             "heartbeats": self.heartbeats,
+            "snapshots": self.snapshots,
             "findings": self.findings,
             "series": self.series,
             "timings_seconds": self.timings,
@@ -199,6 +202,8 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
              "findings_series": findings_series(findings, events, step)}
     if checked.transactions is not None:
         parts["transactions"] = summary_frame(checked.transactions)
+    if any(r["op"] == "r" for r in facts.rows):
+        parts["snapshots"] = snapshot_progress(events)
     if any(r["kind"] == "schema_change" for r in facts.rows):
         parts["ddl"] = ddl_counts(events)
     collected = collect_all(findings, cfg.max_findings, parts)
@@ -224,6 +229,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
                  for s in schema_versions(facts.rows, {(d["server"], d["table"]): d["ddl_events"]
                                                        for d in collected.parts.get("ddl", [])})],
         heartbeats=heartbeats(facts.rows),
+        snapshots=sorted(collected.parts.get("snapshots", []), key=lambda r: nulls_first(r["server"], r["table"])),
         findings=collected.findings,
         findings_by_rule=counts,
         finding_counts=collected.counts,

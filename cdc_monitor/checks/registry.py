@@ -15,6 +15,7 @@ from cdc_monitor.checks.lag import lag_rules, lag_spike_findings, lag_table
 from cdc_monitor.checks.ordering import ordering_findings
 from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules, topic_findings
 from cdc_monitor.checks.schema_changes import schema_change_findings
+from cdc_monitor.checks.snapshots import snapshot_restarted_findings
 from cdc_monitor.checks.transactions import transaction_check
 from cdc_monitor.engine.cache import NO_CACHE, FrameCache
 from cdc_monitor.vocabulary import SCOPES
@@ -57,7 +58,7 @@ def run_checks(events: DataFrame, facts: WindowFacts, config: ScanConfig, cache:
                    *embedded_schema_findings(fresh if texts is None else texts)],
         "key": ordering_findings(events, facts, cache),
         "transaction": tx.findings,
-        "table": [topic_findings(fresh), schema_change_findings(events),
+        "table": [topic_findings(fresh), schema_change_findings(events), snapshot_restarted_findings(events),
                   lag_spike_findings(events if lag_scope is None else lag_scope, config.lag_threshold_ms,
                                      config.table_lag_threshold_ms)],
     }

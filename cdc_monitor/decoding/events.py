@@ -12,6 +12,7 @@ One ``from_json`` per value and per key; everything else is column expressions. 
 | decode_snippet | the start of the undecodable text (null when it decoded) |
 | flavour, server, db, schema_name, table_name, table | who produced it; ``table`` is the qualified data collection |
 | op, ts_ms, source_ts_ms, source_ts_raw, snapshot | change metadata (source_ts_ms from ts_ms, else ts_sec*1000) |
+| snapshot_marker | ``source.snapshot`` as written, lower-case (true, first, last, incremental, first_in_data_collection, ...) |
 | ts_us, source_ts_us | the processing and source times in microseconds, when ts_us or ts_ns is sent (Debezium 2.x) |
 | txn_id, txn_total_order, txn_collection_order | the data event's ``transaction`` block |
 | txn_key, marker_key | the transaction id (data event / marker) as reconciled (``txn_key``: PostgreSQL's txId part) |
@@ -240,6 +241,7 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         .alias("source_ts_us"),
         source_ts_raw.alias("source_ts_raw"),
         snapshot.alias("snapshot"),
+        F.lower(src["snapshot"]).alias("snapshot_marker"),
         F.col("transaction")["id"].alias("txn_id"),
         txn_key(F.col("transaction")["id"]).alias("txn_key"),
         F.col("transaction")["total_order"].try_cast("bigint").alias("txn_total_order"),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_monitor.generator.flavours import TABLES, TableDef
 from cdc_monitor.generator.records import STANDALONE_EV, Label, Rec, serialize
 from cdc_monitor.generator.schemas import envelope_schema, key_schema
+from cdc_monitor.generator.snapshot_faults import SnapshotFaults
 from cdc_monitor.generator.wire_faults import AVRO_INEXPRESSIBLE, AVRO_WIRE_RULES, WireFaults
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ ALL_RULES = (
     *SCHEMA_ON_RULES, "op_missing", "invalid_op", "before_after_mismatch", "missing_source_field",
     "key_payload_mismatch",
     "position_regression", "duplicate", "missing_create", "event_after_delete", "tombstone_without_delete",
-    "key_in_multiple_partitions",
+    "key_in_multiple_partitions", "snapshot_restarted",
 )
 
 
@@ -54,7 +55,7 @@ def applicable_rules(flavour: str, schemas: bool, tombstones: bool, partitions: 
     return rules
 
 
-class FaultPlan(WireFaults):
+class FaultPlan(WireFaults, SnapshotFaults):
     def __init__(self, gen: Generator, repeats: int, only: frozenset[str] | None = None):
         """``only``: inject just these rules (those that apply to the flavour and settings)."""
         self.g = gen

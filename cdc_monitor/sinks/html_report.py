@@ -132,6 +132,11 @@ def _tables(result: ScanResult) -> str:
     out.append("</section><section id=events><h2>Events by table</h2>")
     out.append(_table(["server", "table", "op", "events"],
                       [[r["server"], r["table"], r["op"], r["count"]] for r in result.events_by_table], {3}))
+    if result.snapshots:
+        out.append("<h3>Snapshots</h3>" + _table(
+            ["server", "table", "rows", "incremental rows", "first marker", "last marker"],
+            [[r["server"], r["table"], r["rows"], r["incremental_rows"], r["first_marker"], r["last_marker"]]
+             for r in result.snapshots], {2, 3}))
     return "".join(out) + "</section>"
 
 

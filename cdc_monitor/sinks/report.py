@@ -79,6 +79,14 @@ def render_text(result: ScanResult, out: IO[str], width: int | None = None, colo
             t.add_row(str(r.get("server")), r["table"], *(str(r.get(k)) for k in (
                 "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "negative", "invalid_source_ts", "snapshot_excluded")))
         console.print(t)
+    if result.snapshots:
+        t = Table(title="Snapshots", title_justify="left")
+        for col in ("server", "table", "rows", "incremental", "first marker", "last marker"):
+            t.add_column(col, justify="right" if col in ("rows", "incremental") else "left")
+        for r in result.snapshots:
+            t.add_row(str(r["server"]), str(r["table"]), str(r["rows"]), str(r["incremental_rows"]),
+                      "seen" if r["first_marker"] else "-", "seen" if r["last_marker"] else "-")
+        console.print(t)
     if result.transactions:
         tx = result.transactions
         console.print("Transactions: " + ", ".join(f"{k} {v}" for k, v in tx.items() if isinstance(v, int)))

@@ -1,0 +1,60 @@
+"""snapshot check: snapshot progress per table, and a snapshot that starts again after streaming.
+
+Debezium snapshots a table (op ``r``, ``source.snapshot`` true/first/last/..._in_data_collection)
+before it streams its changes; incremental snapshots (``source.snapshot = incremental``, driven by
+signals) read chunks while streaming goes on and are expected there. A blocking (non-incremental)
+snapshot event of a table whose change events were already streaming in the window is
+``snapshot_restarted``: a connector that lost its offsets and snapshots the table again,
+re-delivering every row. One finding per table, at its first such event.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+
+from cdc_monitor.checks.findings import finding
+from cdc_monitor.vocabulary import Rule
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+RULES = (
+    Rule("snapshot_restarted", "ordering", "warning", "table",
+         "a table is snapshotted again after its changes were streaming (the connector re-delivers its rows)"),
+)
+FIRST_MARKERS = ("first", "first_in_data_collection")
+LAST_MARKERS = ("last", "last_in_data_collection")
+INCREMENTAL = "incremental"
+_AT = ["record_ts_ms", "topic", "partition", "offset"]
+
+
+def snapshot_restarted_findings(events: DataFrame) -> DataFrame:
+    data = events.where("data_event")
+    streaming = data.where("change_event").groupBy("server", "table").agg(
+        F.min(F.struct(*_AT)).alias("first_change"))
+    blocking = data.where(F.col("snapshot_event") & (F.coalesce(F.col("snapshot_marker"), F.lit("")) != INCREMENTAL))
+    after = blocking.join(streaming, ["server", "table"]).where(F.struct(*_AT) > F.col("first_change"))
+    per_table = after.groupBy("server", "table").agg(
+        F.min(F.struct(*_AT, "key")).alias("at"), F.count(F.lit(1)).alias("n"), F.first("first_change").alias("since"))
+    return per_table.select(*finding(
+        "snapshot_restarted",
+        F.concat(F.lit("snapshot of "), F.col("table"), F.lit(" started again: "), F.col("n").cast("string"),
+                 F.lit(" snapshot event(s) after its changes were streaming (first change at "),
+                 F.col("since.topic"), F.lit("["), F.col("since.partition").cast("string"), F.lit("]@"),
+                 F.col("since.offset").cast("string"), F.lit(")")),
+        topic=F.col("at.topic"), partition=F.col("at.partition"), offset=F.col("at.offset"), key=F.col("at.key"),
+        server=F.col("server"), table=F.col("table")))
+
+
+def snapshot_progress(events: DataFrame) -> DataFrame:
+    """Per server and table with snapshot events: rows read, incremental ones, the first and last
+    markers seen (a part of the one collect)."""
+    marker = F.col("snapshot_marker")
+    return events.where("snapshot_event").groupBy("server", "table").agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.count(F.when(marker == INCREMENTAL, 1)).alias("incremental_rows"),
+        F.max(marker.isin(*FIRST_MARKERS)).alias("first_marker"),
+        F.max(marker.isin(*LAST_MARKERS)).alias("last_marker"),
+    )

@@ -1,0 +1,37 @@
+"""The snapshot fault (mixed into generator/faults.FaultPlan): a table snapshotted again after its
+changes were streaming, as a connector that lost its offsets does (one re-read row is enough to
+tell; each repeat takes another table, since the rule is said once per table)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cdc_monitor.generator.flavours import TABLES
+from cdc_monitor.generator.records import STANDALONE_EV
+
+if TYPE_CHECKING:
+    from cdc_monitor.generator.flavours import TableDef
+    from cdc_monitor.generator.traffic import Generator
+
+
+class SnapshotFaults:
+    g: Generator
+
+    def live(self, table: TableDef, streamed: bool = False) -> list[int]: ...  # FaultPlan's
+    def reserve(self, table: str, pk: int) -> None: ...
+    def label(self, rule: str, rec: Any, txn_id: str | None = None) -> None: ...
+    def variant(self, rule: str, advance: bool = False) -> int: ...
+
+    def _snapshot_restarted(self, txn_no: int, hooks: dict[str, Any]) -> bool:
+        table = TABLES[self.variant("snapshot_restarted") % len(TABLES)]
+        keys = self.live(table, streamed=True)
+        if not keys:
+            return False  # try again later, once the table has streamed
+        self.variant("snapshot_restarted", advance=True)
+        g = self.g
+        pk = g.rng.choice(keys)
+        self.reserve(table.name, pk)
+        rec = g.change(table, pk, "r", None, g.keys[(table.name, pk)].row, txn=None, txn_no=txn_no, ev=STANDALONE_EV,
+                       commit_seq=g.seq, snapshot="true")
+        self.label("snapshot_restarted", rec)
+        return True
