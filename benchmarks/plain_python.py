@@ -60,6 +60,8 @@ def position(source: dict[str, Any]) -> tuple | None:
             return (*lsns, int(source.get("event_serial_no") or 0))
         if conn == "oracle":
             return (int(source.get("commit_scn") or 0), int(source.get("scn") or 0))
+        if conn == "mongodb":
+            return (int(source["ts_ms"]), int(source["ord"]))
     except (ValueError, TypeError, KeyError):
         return None
     return None
@@ -145,7 +147,7 @@ def run(paths: list[str]) -> dict[str, Any]:
         if connector in ("postgresql", "yugabyte"):  # the data_collection spelling of each connector
             table = f"{source.get('schema')}.{source.get('table')}"
         elif connector in ("mysql", "mongodb", None):
-            table = f"{source.get('db')}.{source.get('table')}"
+            table = f"{source.get('db')}.{source.get('table') or source.get('collection')}"
         else:
             table = f"{source.get('db')}.{source.get('schema')}.{source.get('table')}"
         snapshot = op == "r" or source.get("snapshot") in (True, "true", "last", "first")

@@ -86,7 +86,7 @@ def _cli_scan(*args: str, report) -> tuple[int, dict, str]:
     return run.exit_code, (json.loads(report.read_text()) if report.exists() else {}), run.output
 
 
-def test_avro_from_kafka_finds_every_fault_and_equals_its_json_twin(avro_world, json_twin, tmp_path):
+def test_avro_from_kafka_avro_json_and_watch_equal_their_json_twin(avro_world, json_twin, scan, spark, tmp_path):
     code, report, output = _cli_scan("--bootstrap-servers", avro_world["bootstrap"], "--topics",
                                      rf"{PREFIX}\d_.*|avrobad\..*", "--schema-registry", avro_world["registry"].url,
                                      report=tmp_path / "avro.json")
@@ -124,9 +124,7 @@ def test_avro_from_kafka_finds_every_fault_and_equals_its_json_twin(avro_world, 
     assert bad["avro_envelope_fields"] == [f"schema id {value_id}: value schema shop.Item has no op: not a Debezium envelope"]
     assert len(bad["op_missing"]) == 3  # its records decode: every check judges them
 
-
-def test_avro_json_capture_decodes_like_the_json_twin(avro_world, json_twin, scan, tmp_path):
-    """kcat -s avro / kafka-avro-console-consumer text: unions unwrapped, bytes as the JSON converter writes them."""
+    # kcat -s avro / kafka-avro-console-consumer text: unions unwrapped, bytes as the JSON converter writes them
     avro_json = scan([avro_world["root"] / "avro-json"], avro_json=True)
     assert avro_json.summary["invalid_records"] == 0
     assert collections.Counter(_key(f) for f in avro_json.findings) == collections.Counter(_key(f) for f in json_twin.findings)
@@ -138,6 +136,27 @@ def test_avro_json_capture_decodes_like_the_json_twin(avro_world, json_twin, sca
     tail.write_text("".join(lines))
     assert sum('"op": "u"' in line for line in lines) > 10
     assert sum(r["count"] for r in scan([tail]).lag) == 0 < sum(r["count"] for r in avro_json.lag)
+
+    # watch's engine on the Avro records of one flavour, one micro-batch, with the registry (batch boundaries
+    # are format-independent: tests/test_watch_engine.py)
+    from cdc_monitor.config import ScanConfig
+    from cdc_monitor.sources.kafka.source import read_kafka
+    from cdc_monitor.watch.engine import WatchSettings, process_batch
+    from cdc_monitor.watch.state import StateStore, WatchState
+    from tests.test_watch_engine import rule_totals
+
+    server = f"{PREFIX}0_mysql"
+    records = read_kafka(spark, {"kafka.bootstrap.servers": avro_world["bootstrap"],
+                                 "subscribePattern": rf"{server}\..*"}).records.cache()
+    expected = collections.Counter(lab["rule"] for lab in avro_world["labels"] if lab["topic"].startswith(f"{server}."))
+    settings = WatchSettings(scan=ScanConfig(schema_registry={"url": avro_world["registry"].url}))
+    store, state = StateStore(tmp_path / "watch-ckpt"), WatchState()
+    _, state = process_batch(spark, records, 0, state, store, settings)
+    assert rule_totals(state) == expected
+    assert {"undecodable_avro", "unknown_schema_id"} <= set(expected)
+    records.unpersist()
+
+
 
 
 def test_registry_down_or_refusing_is_exit_2_before_spark(kafka_broker, tmp_path, monkeypatch):
@@ -160,24 +179,3 @@ def test_registry_down_or_refusing_is_exit_2_before_spark(kafka_broker, tmp_path
         assert "s3cret" not in repr(settings)
     creds = CliRunner().invoke(cli, ["scan", "x.jsonl", "--schema-registry", "http://u:p@127.0.0.1:9"])
     assert creds.exit_code == 2 and "holds credentials" in creds.output
-
-
-def test_watch_counts_every_avro_fault_once_across_micro_batches(avro_world, spark, tmp_path):
-    """watch's engine on the Avro records of one flavour, in two micro-batches, with the registry."""
-    from cdc_monitor.config import ScanConfig
-    from cdc_monitor.sources.kafka.source import read_kafka
-    from cdc_monitor.watch.engine import WatchSettings, process_batch
-    from cdc_monitor.watch.state import StateStore, WatchState
-    from tests.test_watch_engine import batches_by_time, rule_totals
-
-    server = f"{PREFIX}0_mysql"
-    records = read_kafka(spark, {"kafka.bootstrap.servers": avro_world["bootstrap"],
-                                 "subscribePattern": rf"{server}\..*"}).records.cache()
-    expected = collections.Counter(lab["rule"] for lab in avro_world["labels"] if lab["topic"].startswith(f"{server}."))
-    settings = WatchSettings(scan=ScanConfig(schema_registry={"url": avro_world["registry"].url}))
-    store, state = StateStore(tmp_path / "ckpt"), WatchState()
-    for batch_id, batch in enumerate(batches_by_time(records, 2)):
-        _, state = process_batch(spark, batch, batch_id, state, store, settings)
-    assert rule_totals(state) == expected
-    assert {"undecodable_avro", "unknown_schema_id"} <= set(expected)
-    records.unpersist()

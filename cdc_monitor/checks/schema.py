@@ -100,7 +100,9 @@ def _before_after_problem() -> Column:
     return (
         F.when((op == "c") & before, F.lit("op c with before set"))
         .when((op == "c") & ~after, F.lit("op c without after"))
-        .when((op == "u") & ~after, F.lit("op u without after"))
+        # MongoDB without full-document lookup: an update says what changed instead of the document
+        .when((op == "u") & ~after & ~((F.col("flavour") == "mongodb") & F.col("has_update_description")),
+              F.lit("op u without after"))
         .when((op == "d") & after, F.lit("op d with after set"))
         .when((op == "r") & ~after, F.lit("op r without after"))
         .when((op == "t") & (before | after), F.lit("op t with a row image"))
@@ -127,9 +129,18 @@ def _key_mismatch() -> Column:
     key = _unwrap_text(F.from_json("key_payload", "map<string,string>"))
     row_text = F.when(F.col("op") == "d", F.col("before")).otherwise(F.coalesce("after", "before"))
     row = _unwrap_text(F.from_json(row_text, "map<string,string>"))
-    return F.filter(
-        F.map_keys(key), lambda k: F.element_at(row, k).isNotNull() & (F.element_at(row, k) != F.element_at(key, k))
-    )
+    # MongoDB: the key's id is the document's _id as extended JSON text (whitespace aside)
+    mongo = F.col("flavour") == "mongodb"
+
+    def differs(k: Column) -> Column:
+        field = F.when(mongo & (k == "id"), F.lit("_id")).otherwise(k)
+        value, expected = F.element_at(row, field), F.element_at(key, k)
+        value = F.when(mongo, F.regexp_replace(value, r"\s", "")).otherwise(value)
+        # a string _id is quoted in the key ("\"abc\""), bare in the row's map
+        expected = F.when(mongo, F.regexp_replace(F.regexp_replace(expected, r"\s", ""), r'^"(.*)"$', "$1")).otherwise(expected)
+        return value.isNotNull() & (value != expected)
+
+    return F.filter(F.map_keys(key), differs)
 
 
 def envelope_rules() -> list[RecordRule]:

@@ -196,7 +196,7 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
 
 
 @cli.command(epilog=epilog("generate"))
-@click.option("--flavour", type=click.Choice(["mysql", "dtle", "postgresql", "sqlserver", "oracle", "yugabyte"]),
+@click.option("--flavour", type=click.Choice(["mysql", "dtle", "postgresql", "sqlserver", "oracle", "yugabyte", "mongodb"]),
               default="mysql", show_default=True)
 @click.option("--events", type=click.IntRange(1), default=1000, show_default=True, help="Data change events.")
 @click.option("--seed", type=int, default=7, show_default=True)

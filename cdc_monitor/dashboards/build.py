@@ -39,6 +39,9 @@ def _variable(name: str, query: str, label: str) -> dict[str, Any]:
             "current": {"text": "All", "value": "$__all"}, "sort": 1}
 
 
+STREAM_RULES = "snapshot_restarted|schema_change_without_ddl|undecodable_avro|unknown_schema_id|avro_schema_name"
+
+
 def panels() -> list[dict[str, Any]]:
     q = lambda quantile: f'max by (server, table) (cdc_lag_seconds{{{SEL}, quantile="{quantile}"}})'  # noqa: E731
     return [
@@ -70,6 +73,11 @@ def panels() -> list[dict[str, Any]]:
         _panel("Findings by check and rule", [(f"sum by (check, rule) (cdc_window_findings{{{SEL}}})", "{{check}} {{rule}}")]),
         _panel("Error findings per table", [
             (f'sum by (server, table) (cdc_window_findings{{{SEL}, severity="error"}})', "{{server}} {{table}}")]),
+        _panel("Re-snapshots, undeclared schema changes, Avro failures", [
+            (f'sum by (server, table, rule) (cdc_window_findings{{{SEL}, rule=~"{STREAM_RULES}"}})',
+             "{{server}} {{table}} {{rule}}")],
+               description="A table snapshotted again after streaming (lost offsets), a value schema changed without "
+                           "DDL on the schema-change topic, Avro records the registry cannot decode"),
         _row("Monitor health"),
         _panel("Since the last completed window", [
             ("time() - max by (job) (cdc_monitor_last_success_timestamp_seconds)", "{{job}}")], "s", "stat"),

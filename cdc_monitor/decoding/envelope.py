@@ -46,7 +46,8 @@ DATA_COLLECTIONS = T.ArrayType(
 PAYLOAD_FIELDS = [
     T.StructField("before", S),
     T.StructField("after", S),
-    T.StructField("patch", S),
+    T.StructField("patch", S),  # MongoDB 1.x updates
+    T.StructField("updateDescription", S),  # MongoDB 2.x updates (updatedFields, removedFields)
     T.StructField("op", S),
     T.StructField("ts_ms", S),
     T.StructField("ts_us", S),  # Debezium 2.x: the processing time in micro- and nanoseconds beside ts_ms

@@ -17,6 +17,7 @@ One ``from_json`` per value and per key; everything else is column expressions. 
 | txn_id, txn_total_order, txn_collection_order | the data event's ``transaction`` block |
 | txn_key, marker_key | the transaction id (data event / marker) as reconciled (``txn_key``: PostgreSQL's txId part) |
 | has_message | the value carries a logical-decoding ``message`` block (op ``m``) |
+| has_update_description | a MongoDB update says what changed (``updateDescription``, 1.x ``patch``) |
 | position | comparable connector position (``array<bigint>``) |
 | source, before, after | parsed source struct; raw row images |
 | value_schema, key_schema, key_payload | raw embedded schemas and the key's payload text |
@@ -193,6 +194,7 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         *[fields[name].alias(name) for name in ("before", "after", "op", "source", "transaction", "status",
                                                 "data_collections")],
         fields["message"].isNotNull().alias("has_message"),
+        (fields["patch"].isNotNull() | fields["updateDescription"].isNotNull()).alias("has_update_description"),
         fields["databaseName"].alias("ddl_database"),
         fields["ddl"].alias("ddl_text"),
         fields["tableChanges"].alias("table_changes"),
@@ -251,7 +253,7 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         F.when(F.col("kind") == "transaction", F.col("status")).alias("status"),
         F.when(F.col("kind") == "transaction", F.col("marker_id")).alias("marker_id"),
         F.when(F.col("kind") == "transaction", txn_key(F.col("marker_id"))).alias("marker_key"),
-        "has_message",
+        "has_message", "has_update_description",
         F.col("marker_event_count_raw").try_cast("bigint").alias("marker_event_count"),
         F.transform(
             "data_collections",

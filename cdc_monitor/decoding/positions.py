@@ -9,7 +9,7 @@ Arrays compare element by element, so "did the position go backwards" is one ``<
 | sqlserver | [commit_lsn (3 hex parts), change_lsn (3 hex parts), event_serial_no] |
 | oracle | [commit_scn (or scn), scn] |
 | yugabyte | the parts of ``lsn`` such as ``1:4::0:0`` (empty part = 0) |
-| mongodb | [ts_ms, ord] |
+| mongodb | [ts_ms (or ts_sec * 1000), ord], only while the time is valid (2000..2100): the oplog time leads |
 | db2 | [commit_lsn (3 hex parts), change_lsn (3 hex parts)] (a part beyond 2^63 leaves no position) |
 | informix | [commit_lsn, change_lsn] (numbers) |
 | vitess, spanner | none: a VGTID or a Spanner commit is not an ordered number (ordering's position rule skips them) |
@@ -58,13 +58,15 @@ def position_expr(flavour: Column, src: Column) -> Column:
         F.split(src["lsn"], ":"), lambda p: F.when(p == "", F.lit(0).cast("bigint")).otherwise(_long(p))
     )
     yugabyte = F.when(F.forall(yb_parts, lambda x: x.isNotNull()), yb_parts)
+    mongo_ts = F.coalesce(_long(src["ts_ms"]), _long(src["ts_sec"]) * 1000)
     return (
         F.when(flavour.isin("mysql", "dtle"), binlog)
         .when(flavour == "postgresql", _all_or_null([_long(src["lsn"])]))
         .when(flavour == "sqlserver", sqlserver)
         .when(flavour == "oracle", oracle)
         .when(flavour == "yugabyte", yugabyte)
-        .when(flavour == "mongodb", _all_or_null([_long(src["ts_ms"]), _long(F.coalesce(src["ord"], F.lit("0")))]))
+        .when(flavour == "mongodb", F.when(mongo_ts.between(946_684_800_000, 4_102_444_799_999),
+                                           _all_or_null([mongo_ts, _long(src["ord"])])))
         .when(flavour == "db2", _all_or_null([*_hex_parts(src["commit_lsn"]), *_hex_parts(src["change_lsn"])]))
         .when(flavour == "informix", _all_or_null([_long(src["commit_lsn"]), _long(src["change_lsn"])]))
     )

@@ -12,6 +12,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.generator.flavours import TABLES, TableDef
+from cdc_monitor.generator.lag_faults import LagFaults
 from cdc_monitor.generator.records import STANDALONE_EV, Label, Rec, serialize
 from cdc_monitor.generator.schemas import envelope_schema, key_schema
 from cdc_monitor.generator.snapshot_faults import SnapshotFaults
@@ -52,10 +53,12 @@ def applicable_rules(flavour: str, schemas: bool, tombstones: bool, partitions: 
         rules.remove("tombstone_without_delete")
     if partitions < 2:
         rules.remove("key_in_multiple_partitions")
+    if flavour == "mongodb":  # documents are JSON text to their schema: no column type or null to break
+        rules = [r for r in rules if r not in ("type_mismatch", "non_optional_null")]
     return rules
 
 
-class FaultPlan(WireFaults, SnapshotFaults):
+class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
     def __init__(self, gen: Generator, repeats: int, only: frozenset[str] | None = None):
         """``only``: inject just these rules (those that apply to the flavour and settings)."""
         self.g = gen
@@ -115,7 +118,7 @@ class FaultPlan(WireFaults, SnapshotFaults):
         return None
 
     def col(self, table: TableDef, key: bool) -> str:
-        return self.g.f.ident(next(c.name for c in table.columns if c.key == key))
+        return self.g.column(next(c for c in table.columns if c.key == key))
 
     # -- hooks ---------------------------------------------------------------------------------
     def before_txn(self, txn_no: int, hooks: dict[str, Any]) -> None:
@@ -199,40 +202,6 @@ class FaultPlan(WireFaults, SnapshotFaults):
         txn = {"id": orphan_id, "total_order": 1, "data_collection_order": 1}
         rec = g.change(table, pk, "c", None, g.row(table, pk, 0), txn=txn, txn_no=txn_no, ev=STANDALONE_EV, commit_seq=g.seq)
         self.label("orphan_event", rec)
-
-    # -- lag faults ------------------------------------------------------------------------------
-    def _shift_source(self, rec: Rec, delta_ms: int | None = None, absolute: int | None = None) -> None:
-        src = rec.value["source"]
-        field = "ts_sec" if "ts_sec" in src else "ts_ms"
-        scale = 1000 if field == "ts_sec" else 1
-        src[field] = absolute if absolute is not None else src[field] + delta_ms // scale
-
-    def _lag_spike(self, txn_no: int, hooks: dict[str, Any]) -> bool:
-        recs = hooks["data_recs"]
-        if len(recs) < 2 or recs[0].table != recs[1].table:
-            return False
-        self._shift_source(recs[0], -120_000)
-        self.label("lag_spike", recs[0])
-        return True
-
-    def _negative_lag(self, txn_no: int, hooks: dict[str, Any]) -> None:
-        rec = hooks["data_recs"][0]
-        src = rec.value["source"]
-        source_ms = src["ts_sec"] * 1000 if "ts_sec" in src else src["ts_ms"]
-        rec.value["ts_ms"] = source_ms - 1500
-        self.label("negative_lag", rec)
-
-    def _invalid_source_ts(self, txn_no: int, hooks: dict[str, Any]) -> None:
-        """Variants: 0; the time in microseconds; in nanoseconds (ts_us/ts_ns values in ts_ms).
-        dtle's ts_sec gets 0 each time."""
-        rec = hooks["data_recs"][0]
-        variant = self.variant("invalid_source_ts", advance=True) % 3
-        src = rec.value["source"]
-        if variant and "ts_ms" in src:
-            src["ts_ms"] = src["ts_ms"] * (1_000 if variant == 1 else 1_000_000)
-        else:
-            self._shift_source(rec, absolute=0)
-        self.label("invalid_source_ts", rec)
 
     # -- schema faults ---------------------------------------------------------------------------
     def _row(self, rec: Rec, image: str = "after") -> dict[str, Any]:
@@ -343,6 +312,8 @@ class FaultPlan(WireFaults, SnapshotFaults):
         if picked is None:
             return False
         table, pk = picked
+        if self.g.f.documents and self.g.keys[(table.name, pk)].last_coords[0] < txn_no - 8:
+            return False  # MongoDB: the replayed event has its old oplog time; a recent one keeps its lag small
         last_txn, last_seq = self.g.keys[(table.name, pk)].last_coords
         self.reserve(table.name, pk)
         rec = self._update(txn_no, table, pk, coords=(last_txn - 1, last_seq - 1, last_seq - 1), ev=0)

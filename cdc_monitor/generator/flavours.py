@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-FLAVOUR_NAMES = ("mysql", "dtle", "postgresql", "sqlserver", "oracle", "yugabyte")
+FLAVOUR_NAMES = ("mysql", "dtle", "postgresql", "sqlserver", "oracle", "yugabyte", "mongodb")
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,9 @@ TABLES = (
 )
 
 
+MONGO_LSID = "a8f0c1e2-6b1d-4c57-9a3e-2f4b8d7c9e10"  # a MongoDB logical session id (UUID)
+
+
 def _f(field: str, type_: str, optional: bool, **extra: Any) -> dict[str, Any]:
     return {"type": type_, "optional": optional, "field": field, **extra}
 
@@ -58,6 +61,7 @@ class Flavour:
     wrap_values: bool = False  # yugabyte-like: every column as {"value": x}
     nullable_columns: bool = False  # non-key columns optional (postgres-style tables)
     before_on_update: bool = True  # False: REPLICA IDENTITY DEFAULT-like, before is null on update
+    documents: bool = False  # MongoDB: rows are documents (_id) written as JSON text; the key is {"id": "<_id as JSON>"}
 
     def ident(self, name: str) -> str:
         return name.upper() if self.upper else name
@@ -76,9 +80,25 @@ class Flavour:
         t = self.ident(table)
         if self.name in ("postgresql", "yugabyte"):
             return f"{self.schema}.{t}"
-        if self.name in ("mysql", "dtle"):
+        if self.name in ("mysql", "dtle", "mongodb"):
             return f"{self.db}.{t}"
         return f"{self.db}.{self.schema}.{t}"
+
+    def txn_id(self, txn_no: int, lsn: int = 0) -> str:
+        """The id Debezium writes. PostgreSQL (since 2.0, DBZ-5329): ``<txId>:<lastSeenLsn>`` on the
+        BEGIN, the END and every data event alike, so the part after the colon differs on each."""
+        n = self.name
+        if n == "mysql":
+            return f"3e11fa47-71ca-11e1-9e33-c80aa9429562:{txn_no + 1}"
+        if n == "postgresql":
+            return f"{700 + txn_no}:{lsn}"
+        if n == "sqlserver":
+            return f"00000027:{0x700 + txn_no:08x}:0005"
+        if n == "oracle":
+            return f"06.{txn_no % 32}.{800 + txn_no}"
+        if n == "mongodb":  # <lsid>:<txnNumber>
+            return f"{MONGO_LSID}:{txn_no + 1}"
+        return f"{txn_no:08x}-0000-4000-8000-000000000000"
 
     @property
     def transaction_topic(self) -> str:
@@ -87,7 +107,7 @@ class Flavour:
     @property
     def position_field(self) -> str:
         return {"mysql": "pos", "dtle": "pos", "postgresql": "lsn", "sqlserver": "commit_lsn",
-                "oracle": "scn", "yugabyte": "lsn"}[self.name]
+                "oracle": "scn", "yugabyte": "lsn", "mongodb": "ord"}[self.name]
 
     @staticmethod
     def lsn(seq: int) -> int:
@@ -130,6 +150,9 @@ class Flavour:
             return common | {"schema": self.schema, "table": tbl, "txId": f"06.{txn_no % 32}.{800 + txn_no}",
                              "scn": str(2_122_185 + seq * 3), "commit_scn": str(2_122_185 + commit_seq * 3 + 1),
                              "rs_id": "001234.00012345.0124", "ssn": 1, "redo_thread": 1, "user_name": "DEBEZIUM"}
+        if n == "mongodb":  # the oplog position: (time, ordinal); 2.x names the session and transaction number
+            return common | {"sequence": None, "rs": "rs0", "collection": tbl, "ord": seq + 1,
+                             "lsid": MONGO_LSID if op != "r" else None, "txnNumber": txn_no + 1 if op != "r" else None}
         if n == "yugabyte":
             lsn = f"1:{seq + 4}::0:0"
             return common | {"sequence": f'[null,"{lsn}"]', "schema": self.schema, "table": tbl,
@@ -158,6 +181,9 @@ class Flavour:
             if n == "postgresql":
                 fields += [_f("sequence", "string", True), _f("schema", "string", False), _f("table", "string", False),
                            _f("txId", "int64", True), _f("lsn", "int64", True), _f("xmin", "int64", True)]
+            elif n == "mongodb":
+                fields += [_f("sequence", "string", True), _f("rs", "string", False), _f("collection", "string", False),
+                           _f("ord", "int32", False), _f("lsid", "string", True), _f("txnNumber", "int64", True)]
             elif n == "yugabyte":
                 fields += [_f("sequence", "string", True), _f("schema", "string", False), _f("table", "string", False),
                            _f("txId", "string", True), _f("lsn", "string", True), _f("xmin", "int64", True)]
@@ -180,6 +206,8 @@ FLAVOURS: dict[str, Flavour] = {
                           nullable_columns=True, before_on_update=False),
     "sqlserver": Flavour("sqlserver", "sqlserver1", "testDB", "dbo", "sqlserver", "2.3.4.Final"),
     "oracle": Flavour("oracle", "oracle1", "ORCLPDB1", "DEBEZIUM", "oracle", "2.1.4.Final", upper=True),
+    "mongodb": Flavour("mongodb", "mongo1", "inventory", None, "mongodb", "2.7.3.Final", nullable_columns=True,
+                       before_on_update=False, documents=True),
     "yugabyte": Flavour("yugabyte", "ybserver1", "yugabyte", "public", "yugabytedb", "1.9.5.y.21",
                         wrap_values=True, nullable_columns=True, before_on_update=False),
 }

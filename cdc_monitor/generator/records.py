@@ -29,6 +29,7 @@ class Rec:
     txn_id: str | None = None
     raw_key: str | None = None  # serialized key, fixed once computed
     raw_value: str | None = None
+    documents: bool = False  # MongoDB: before/after are written as JSON text
     wire_fault: str | None = None  # Avro traffic: how the serialized value is damaged (generator/avro.py)
 
 
@@ -100,14 +101,18 @@ def serialize_key(rec: Rec, schemas: bool) -> str | None:
     return rec.raw_key
 
 
+def as_documents(value: dict[str, Any]) -> dict[str, Any]:
+    """A MongoDB change event as the connector writes it: the row images as JSON text."""
+    return {k: (json.dumps(v) if k in ("before", "after") and isinstance(v, dict) else v) for k, v in value.items()}
+
+
 def serialize(rec: Rec, schemas: bool) -> tuple[str | None, str | None]:
     """Key and value text; the value is fixed at first call, so call it only once faults are applied."""
     serialize_key(rec, schemas)
     if rec.raw_value is None and rec.value is not None:
         if isinstance(rec.value, str):
             rec.raw_value = rec.value
-        elif schemas and rec.value_schema:
-            rec.raw_value = _dumps({"schema": rec.value_schema, "payload": rec.value})
         else:
-            rec.raw_value = _dumps(rec.value)
+            value = as_documents(rec.value) if rec.documents else rec.value
+            rec.raw_value = _dumps({"schema": rec.value_schema, "payload": value} if schemas and rec.value_schema else value)
     return rec.raw_key, rec.raw_value

@@ -21,7 +21,23 @@ def _column_schema(flavour: Flavour, col: Any, field: str | None = None) -> dict
     return s
 
 
+JSON_NAME = "io.debezium.data.Json"
+UPDATE_DESCRIPTION = {
+    "type": "struct", "optional": True, "name": "io.debezium.connector.mongodb.changestream.updatedescription",
+    "version": 1, "field": "updateDescription", "fields": [
+        {"type": "array", "items": {"type": "string", "optional": False}, "optional": True, "field": "removedFields"},
+        {"type": "string", "optional": True, "name": JSON_NAME, "version": 1, "field": "updatedFields"},
+        {"type": "array", "optional": True, "field": "truncatedArrays", "items": {
+            "type": "struct", "optional": False, "name": "io.debezium.connector.mongodb.changestream.truncatedarray",
+            "version": 1, "fields": [{"type": "string", "optional": False, "field": "field"},
+                                     {"type": "int32", "optional": False, "field": "size"}]}},
+    ],
+}
+
+
 def row_schema(flavour: Flavour, table: TableDef, field: str) -> dict[str, Any]:
+    if flavour.documents:  # MongoDB: the document as JSON text
+        return {"type": "string", "optional": True, "name": JSON_NAME, "version": 1, "field": field}
     return {
         "type": "struct",
         "fields": [_column_schema(flavour, c) for c in table.columns],
@@ -32,9 +48,11 @@ def row_schema(flavour: Flavour, table: TableDef, field: str) -> dict[str, Any]:
 
 
 def key_schema(flavour: Flavour, table: TableDef, name: str | None = None) -> dict[str, Any]:
+    key_fields = ([{"type": "string", "optional": False, "field": "id"}] if flavour.documents
+                  else [_column_schema(flavour, c) for c in table.columns if c.key])
     return {
         "type": "struct",
-        "fields": [_column_schema(flavour, c) for c in table.columns if c.key],
+        "fields": key_fields,
         "optional": False,
         "name": name or f"{flavour.topic(table.name)}.Key",
     }
@@ -62,6 +80,8 @@ def envelope_schema(flavour: Flavour, table: TableDef, name: str | None = None) 
         {"type": "string", "optional": False, "field": "op"},
         {"type": "int64", "optional": True, "field": "ts_ms"},
     ]
+    if flavour.documents:
+        fields.append(UPDATE_DESCRIPTION)
     if flavour.name != "dtle":
         fields.append(TRANSACTION_BLOCK)
     return {"type": "struct", "fields": fields, "optional": False,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import random
 from typing import Any
 
@@ -64,7 +65,7 @@ class Generator:
         if value_format not in VALUE_FORMATS:
             raise ValueError(value_format)
         if value_format != "json":  # Avro: the schemas live in the registry, the labels name keys by payload
-            if flavour == "yugabyte" or flatten or decimal_format != "base64" or connector:
+            if flavour in ("yugabyte", "mongodb") or flatten or decimal_format != "base64" or connector:
                 raise UsageError("Avro traffic is generated for mysql, dtle, postgresql, sqlserver and oracle, with "
                                  "envelopes and base64 decimals: drop --flatten/--connector/--decimal-format")
             schemas = False
@@ -82,6 +83,7 @@ class Generator:
         self.dead_pool = {t.name: KeyPool() for t in TABLES}
         self.next_id = {t.name: 1001 for t in TABLES}
         self.source_ts = BASE_TS_MS + seed * 1000
+        self.txn_source_ts: dict[int, int] = {}
         self.proc_ts = self.source_ts + 200
         self.seq = 0
         self.data_events = 0
@@ -108,7 +110,13 @@ class Generator:
         return {"value": v} if self.f.wrap_values else v
 
     def key_payload(self, table: TableDef, pk: int) -> dict[str, Any]:
+        if self.f.documents:  # MongoDB: the document's _id as (extended) JSON text
+            return {"id": json.dumps(pk)}
         return {self.f.ident(c.name): self.wrap(pk) for c in table.columns if c.key}
+
+    def column(self, c: Any) -> str:
+        """A column's name in a row (MongoDB documents key on _id)."""
+        return "_id" if c.key and self.f.documents else self.f.ident(c.name)
 
     def row(self, table: TableDef, pk: int, version: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -130,11 +138,11 @@ class Generator:
                 v = decimal_value(r.randrange(100, 10**6), self.decimal_format)
             else:
                 v = None
-            out[self.f.ident(c.name)] = self.wrap(v)
+            out[self.column(c)] = self.wrap(v)
         return out
 
     def key_only_row(self, table: TableDef, pk: int) -> dict[str, Any]:
-        return {self.f.ident(c.name): (self.wrap(pk) if c.key else None) for c in table.columns}
+        return {self.column(c): (self.wrap(pk) if c.key else None) for c in table.columns}
 
     def emit(self, rec: Rec, partition: int | None = None) -> Rec:
         if self.flatten and rec.topic != self.f.transaction_topic:
@@ -167,17 +175,23 @@ class Generator:
                coords: tuple[int, int, int] | None = None, partition: int | None = None) -> Rec:
         """``coords`` = (txn_no, seq, commit_seq) to build the source position from instead of now."""
         c_txn, c_seq, c_commit = coords or (txn_no, self.seq, commit_seq)
-        src = self.f.source(table.name, c_txn, c_seq, ev, self.source_ts, snapshot, op, c_commit)
+        # MongoDB's position leads with the oplog time: an event placed at older coordinates has its time
+        source_ts = self.txn_source_ts.get(c_txn, self.source_ts) if coords and self.f.documents else self.source_ts
+        src = self.f.source(table.name, c_txn, c_seq, ev, source_ts, snapshot, op, c_commit)
         if self.connector is not None:
             src["connector"] = self.connector
         payload: dict[str, Any] = {"before": before, "after": after, "source": src, "op": op,
                                    "ts_ms": self.proc_ts}
+        if self.f.documents:  # 2.x: what an update changed, beside the full document (updateLookup)
+            changed = {k: v for k, v in (after or {}).items() if k != "_id"} if op == "u" else None
+            payload["updateDescription"] = ({"removedFields": None, "updatedFields": json.dumps(changed),
+                                             "truncatedArrays": None} if changed is not None else None)
         if self.tx_metadata:
             payload["transaction"] = txn
         rec = Rec(self.f.topic(table.name), self.key_payload(table, pk), payload, self.proc_ts + 1,
                   headers=headers, key_schema=self.key_schemas[table.name],
                   value_schema=self.value_schemas[table.name], table=table.name, pk=pk,
-                  txn_id=txn["id"] if txn else None)
+                  txn_id=txn["id"] if txn else None, documents=self.f.documents)
         state = self.keys.setdefault((table.name, pk), KeyState(table, pk))
         state.last, state.last_coords = rec, (txn_no, self.seq)
         state.live = op != "d"
@@ -218,20 +232,6 @@ class Generator:
             value["data_collections"] = [{"data_collection": k, "event_count": v} for k, v in counts.items()]
         return Rec(self.f.transaction_topic, {"id": txn_id}, value, self.proc_ts,
                    key_schema=MARKER_KEY_SCHEMA, value_schema=MARKER_VALUE_SCHEMA, txn_id=txn_id)
-
-    def txn_id(self, txn_no: int, lsn: int = 0) -> str:
-        """The id Debezium writes. PostgreSQL (since 2.0, DBZ-5329): ``<txId>:<lastSeenLsn>`` on the
-        BEGIN, the END and every data event alike, so the part after the colon differs on each."""
-        n = self.f.name
-        if n == "mysql":
-            return f"3e11fa47-71ca-11e1-9e33-c80aa9429562:{txn_no + 1}"
-        if n == "postgresql":
-            return f"{700 + txn_no}:{lsn}"
-        if n == "sqlserver":
-            return f"00000027:{0x700 + txn_no:08x}:0005"
-        if n == "oracle":
-            return f"06.{txn_no % 32}.{800 + txn_no}"
-        return f"{txn_no:08x}-0000-4000-8000-000000000000"
 
     # -- phases ----------------------------------------------------------------------------
     def snapshot(self) -> None:
@@ -297,10 +297,11 @@ class Generator:
 
     def transaction(self, txn_no: int, ops: list[tuple[str, TableDef, int]], hooks: dict[str, Any]) -> None:
         self.source_ts += self.rng.randrange(50, 1500)
+        self.txn_source_ts[txn_no] = self.source_ts
         self.proc_ts = max(self.proc_ts, self.source_ts + self.rng.randrange(20, 900))
         pg = self.f.name == "postgresql"
         # PostgreSQL: the BEGIN's last seen LSN lies just before the first event's
-        txn_id = self.txn_id(txn_no, self.f.lsn(self.seq) - 16)
+        txn_id = self.f.txn_id(txn_no, self.f.lsn(self.seq) - 16)
         if self.tx_metadata:
             if self.pending_end is not None:
                 end = self.pending_end
@@ -325,7 +326,7 @@ class Generator:
             dc = self.f.data_collection(table.name)
             counts[dc] = counts.get(dc, 0) + 1
             total += 1
-            own_id = self.txn_id(txn_no, self.f.lsn(self.seq)) if pg else txn_id
+            own_id = self.f.txn_id(txn_no, self.f.lsn(self.seq)) if pg else txn_id
             return {"id": own_id, "total_order": total, "data_collection_order": counts[dc]}
 
         ev = 0
@@ -360,7 +361,7 @@ class Generator:
             ev += 1
         hooks["data_recs"] = data_recs
         if self.tx_metadata:
-            end_id = self.txn_id(txn_no, self.f.lsn(commit_seq) + 16) if pg else txn_id
+            end_id = self.f.txn_id(txn_no, self.f.lsn(commit_seq) + 16) if pg else txn_id
             self.pending_end = self.marker("END", end_id, self.source_ts, counts)
             hooks["end_rec"] = self.pending_end
         self.proc_ts += 2

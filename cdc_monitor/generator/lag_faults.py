@@ -1,0 +1,54 @@
+"""Lag faults (mixed into generator/faults.FaultPlan): a spike, a negative lag, a source time that is
+not valid milliseconds."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cdc_monitor.generator.records import Rec
+    from cdc_monitor.generator.traffic import Generator
+
+
+class LagFaults:
+    g: Generator
+
+    def label(self, rule: str, rec: Any, txn_id: str | None = None) -> None: ...  # FaultPlan's
+    def variant(self, rule: str, advance: bool = False) -> int: ...
+
+    def _shift_source(self, rec: Rec, delta_ms: int | None = None, absolute: int | None = None) -> None:
+        src = rec.value["source"]
+        if self.g.f.documents and absolute is None:  # MongoDB's source time is its position: delay the processing
+            rec.value["ts_ms"] -= delta_ms
+            return
+        field = "ts_sec" if "ts_sec" in src else "ts_ms"
+        scale = 1000 if field == "ts_sec" else 1
+        src[field] = absolute if absolute is not None else src[field] + delta_ms // scale
+
+    def _lag_spike(self, txn_no: int, hooks: dict[str, Any]) -> bool:
+        recs = hooks["data_recs"]
+        if len(recs) < 2 or recs[0].table != recs[1].table:
+            return False
+        self._shift_source(recs[0], -120_000)
+        self.label("lag_spike", recs[0])
+        return True
+
+    def _negative_lag(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        rec = hooks["data_recs"][0]
+        src = rec.value["source"]
+        source_ms = src["ts_sec"] * 1000 if "ts_sec" in src else src["ts_ms"]
+        rec.value["ts_ms"] = source_ms - 1500
+        self.label("negative_lag", rec)
+
+    def _invalid_source_ts(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        """Variants: 0; the time in microseconds; in nanoseconds (ts_us/ts_ns values in ts_ms).
+        dtle's ts_sec gets 0 each time."""
+        rec = hooks["data_recs"][0]
+        variant = self.variant("invalid_source_ts", advance=True) % 3
+        src = rec.value["source"]
+        if variant and "ts_ms" in src:
+            src["ts_ms"] = src["ts_ms"] * (1_000 if variant == 1 else 1_000_000)
+        else:
+            self._shift_source(rec, absolute=0)
+        self.label("invalid_source_ts", rec)
+
