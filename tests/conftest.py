@@ -19,6 +19,12 @@ LONG_FIRST = (
 )
 
 
+# modules whose module-scoped fixtures are costly (generated captures, a Prometheus server): all their
+# tests on one worker, so the fixture is built once, not once per worker
+ONE_WORKER_MODULES = ("test_accuracy.py", "test_accuracy_features.py", "test_seed_golden.py",
+                      "test_prometheus_integration.py")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     """Tests that use the Spark standalone cluster share one xdist worker (one cluster starts),
@@ -26,6 +32,8 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "spark_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("spark-cluster"))
+        elif item.nodeid.split("::")[0].rsplit("/", 1)[-1] in ONE_WORKER_MODULES:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
     def rank(item) -> int:
         return next((i for i, prefix in enumerate(LONG_FIRST) if item.nodeid.startswith(prefix)), len(LONG_FIRST))
