@@ -63,7 +63,7 @@ def avro_world(kafka_broker, tmp_path_factory):
     with RegistryServer() as registry:
         labels: list[dict] = []
         for i, flavour in enumerate(FLAVOURS):
-            traffic = generate(flavour, events=500, seed=300 + i, faults=True, heartbeats=True, value_format="avro",
+            traffic = generate(flavour, events=200, seed=300 + i, faults=True, fault_repeats=1, heartbeats=True, value_format="avro",
                                server=f"{PREFIX}{i}_{flavour}")
             produce_traffic(traffic, KafkaOptions.from_options({"kafka.bootstrap.servers": kafka_broker}),
                             registry={"url": registry.url})

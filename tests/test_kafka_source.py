@@ -191,7 +191,7 @@ def test_scan_from_kafka_equals_scan_of_the_same_records_from_a_capture(spark, s
     from cdc_monitor.generator.produce import produce_traffic
     from cdc_monitor.pipeline import run_scan
 
-    traffic = generate("postgresql", events=700, seed=11, faults=True)
+    traffic = generate("postgresql", events=300, seed=11, faults=True, fault_repeats=1)
     produce_traffic(traffic, opts(kafka_broker))
     write_capture(traffic, tmp_path / "pg.jsonl")  # offsets are now the broker's
     from_capture = scan([tmp_path / "pg.jsonl"]).to_json_dict()

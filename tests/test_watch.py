@@ -66,7 +66,7 @@ def test_watch_counts_every_fault_once_across_bursts_and_a_restart(kafka_broker,
     time budget)."""
     on_cluster = os.environ.get("CDC_MONITOR_WATCH_ON_CLUSTER") == "1"
     extra = request.getfixturevalue("spark_cluster")["args"] if on_cluster else []
-    traffic = generate("sqlserver", events=500, seed=17, faults=True, heartbeats=True)
+    traffic = generate("sqlserver", events=250, seed=17, faults=True, fault_repeats=1, heartbeats=True)  # each fault once
     opts = KafkaOptions.from_options({"kafka.bootstrap.servers": kafka_broker})
     recs = traffic.records
     cuts = [0, len(recs) // 2, len(recs)]
