@@ -22,7 +22,7 @@ from cdc_monitor.generator import FLAVOUR_NAMES, generate
 from cdc_monitor.generator.capture import kcat_lines, label_dicts, write_capture
 from cdc_monitor.generator.faults import ALL_RULES
 
-EXAMPLES = int(os.environ.get("CDC_MONITOR_PROPERTY_EXAMPLES", "2"))
+EXAMPLES = int(os.environ.get("CDC_MONITOR_PROPERTY_EXAMPLES", "1"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,
                     derandomize=not os.environ.get("CDC_MONITOR_PROPERTY_RANDOM"),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

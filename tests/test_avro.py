@@ -86,7 +86,7 @@ def _cli_scan(*args: str, report) -> tuple[int, dict, str]:
     return run.exit_code, (json.loads(report.read_text()) if report.exists() else {}), run.output
 
 
-def test_avro_from_kafka_avro_json_and_watch_equal_their_json_twin(avro_world, json_twin, scan, spark, tmp_path):
+def test_avro_from_kafka_and_avro_json_equal_their_json_twin(avro_world, json_twin, scan, tmp_path):
     code, report, output = _cli_scan("--bootstrap-servers", avro_world["bootstrap"], "--topics",
                                      rf"{PREFIX}\d_.*|avrobad\..*", "--schema-registry", avro_world["registry"].url,
                                      report=tmp_path / "avro.json")
@@ -136,27 +136,6 @@ def test_avro_from_kafka_avro_json_and_watch_equal_their_json_twin(avro_world, j
     tail.write_text("".join(lines))
     assert sum('"op": "u"' in line for line in lines) > 10
     assert sum(r["count"] for r in scan([tail]).lag) == 0 < sum(r["count"] for r in avro_json.lag)
-
-    # watch's engine on the Avro records of one flavour, one micro-batch, with the registry (batch boundaries
-    # are format-independent: tests/test_watch_engine.py)
-    from cdc_monitor.config import ScanConfig
-    from cdc_monitor.sources.kafka.source import read_kafka
-    from cdc_monitor.watch.engine import WatchSettings, process_batch
-    from cdc_monitor.watch.state import StateStore, WatchState
-    from tests.test_watch_engine import rule_totals
-
-    server = f"{PREFIX}0_mysql"
-    records = read_kafka(spark, {"kafka.bootstrap.servers": avro_world["bootstrap"],
-                                 "subscribePattern": rf"{server}\..*"}).records.cache()
-    expected = collections.Counter(lab["rule"] for lab in avro_world["labels"] if lab["topic"].startswith(f"{server}."))
-    settings = WatchSettings(scan=ScanConfig(schema_registry={"url": avro_world["registry"].url}))
-    store, state = StateStore(tmp_path / "watch-ckpt"), WatchState()
-    _, state = process_batch(spark, records, 0, state, store, settings)
-    assert rule_totals(state) == expected
-    assert {"undecodable_avro", "unknown_schema_id"} <= set(expected)
-    records.unpersist()
-
-
 
 
 def test_registry_down_or_refusing_is_exit_2_before_spark(kafka_broker, tmp_path, monkeypatch):
