@@ -138,17 +138,6 @@ def _latin1_base64(text: str) -> str:
         return text
 
 
-def json_ready(value: Any) -> Any:
-    """An Avro datum (fastavro's output) as the JSON converter writes it: bytes as base64."""
-    if isinstance(value, dict):
-        return {k: json_ready(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [json_ready(v) for v in value]
-    if isinstance(value, bytes | bytearray):
-        return base64.b64encode(value).decode("ascii")
-    return value
-
-
 def strip_logical_types(schema: Any) -> Any:
     """The schema without ``logicalType`` annotations: fastavro then returns a Decimal's bytes and a
     timestamp's number as written (what the JSON converter writes), not Python objects."""

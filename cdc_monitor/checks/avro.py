@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import RecordRule, finding
+from cdc_monitor.checks.findings import RecordRule, dynamic_finding
 from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX, Rule
 
 if TYPE_CHECKING:
@@ -91,14 +91,8 @@ def registry_findings(spark: SparkSession, usage: list[dict[str, Any]], schemas:
     if not rows:
         return None
     frame = spark.createDataFrame(rows, "rule string, topic string, message string")
-    rules = sorted({r for r, _, _ in rows})
-    found = [frame.where(F.col("rule") == rule).select(*finding(rule, F.col("message"), topic=F.col("topic"),
-                                                                server=F.regexp_extract("topic", r"^([^.]+)", 1)))
-             for rule in rules]
-    out = found[0]
-    for f in found[1:]:
-        out = out.unionByName(f)
-    return out
+    return frame.select(*dynamic_finding(F.col("rule"), F.col("message"), topic=F.col("topic"),
+                                         server=F.regexp_extract("topic", r"^([^.]+)", 1)))
 
 
 def registry_ids(usage: list[dict[str, Any]], known: dict[int, str]) -> dict[str, dict[str, list[int]]]:
