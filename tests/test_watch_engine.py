@@ -14,6 +14,7 @@ from cdc_monitor.generator.capture import label_dicts, write_capture
 from cdc_monitor.sources.capture import read_capture
 from cdc_monitor.watch.engine import WatchSettings, overdue, process_batch
 from cdc_monitor.watch.state import StateStore, WatchState
+from tests.support.watch_stream import run_stream, stage
 
 
 def batches_by_time(records, cuts: int):
@@ -39,28 +40,29 @@ def rule_totals(state: WatchState) -> Counter:
     return totals
 
 
-@pytest.mark.parametrize("flavour,cuts", [("mysql", 2)])  # sqlserver in bursts: tests/test_watch.py
+@pytest.mark.parametrize("flavour,cuts", [("mysql", 3)])  # sqlserver in bursts: tests/test_watch.py
 def test_every_fault_is_counted_once_across_batches(spark, tmp_path, flavour, cuts):
+    """The real streaming query (stateful carry operator on RocksDB) over micro-batches cut by record time."""
     traffic = generate(flavour, events=600, seed=13, faults=True, heartbeats=True)
     write_capture(traffic, tmp_path / "f.jsonl")
     expected = Counter(d["rule"] for d in label_dicts(traffic))
     records = read_capture(spark, [str(tmp_path / "f.jsonl")]).records.cache()
-    store, state = StateStore(tmp_path / "ckpt"), WatchState()
     settings = WatchSettings()
-    seen = 0
-    for batch_id, batch in enumerate(batches_by_time(records, cuts)):
-        outcome, state = process_batch(spark, batch, batch_id, state, store, settings)
-        seen += outcome.records
-    assert seen == records.count()
-    assert rule_totals(state) == expected  # heartbeats in the stream change nothing
+    batches = batches_by_time(records, cuts)
+    stage(batches[:2], tmp_path / "in")
+    first, _ = run_stream(spark, tmp_path / "in", tmp_path / "ckpt", settings)
+    stage(batches[2:], tmp_path / "in", first=2)  # a restart from the checkpoint: Spark's state store resumes
+    second, state = run_stream(spark, tmp_path / "in", tmp_path / "ckpt", settings)
+    assert [o.batch_id for o in first + second] == [0, 1, 2]
+    assert sum(o.records for o in first + second) == records.count()
+    assert rule_totals(state) == expected, (rule_totals(state) - expected, expected - rule_totals(state), [(o.batch_id, o.records, o.seconds) for o in first + second])  # heartbeats in the stream change nothing
     beats = [r.value["ts_ms"] for r in traffic.records if r.topic.startswith("__debezium-heartbeat.")]
     assert beats and state.heartbeats == {traffic.flavour.server: max(beats)}  # kept across batches
-    # the state on disk is the state in memory, and re-applying a batch changes nothing
-    reloaded = store.load()
-    assert reloaded.totals == state.totals and reloaded.batch_id == cuts - 1
-    again, after = process_batch(spark, batches_by_time(records, cuts)[-1], cuts - 1, reloaded, store, settings)
+    # a batch Spark re-runs (it crashed before committing) is not applied twice
+    store = StateStore(tmp_path / "ckpt")
+    again, after = process_batch(spark, batches[-1], cuts - 1, store.load(), store, settings)
     assert again.skipped and after.totals == state.totals
-    # Debezium's newest transaction is open: carried, and overdue once past the grace period
+    # Debezium's newest transaction is open, and overdue once past the grace period
     assert len(state.open_txns) == 1
     assert overdue(state, grace_ms=0) == {traffic.flavour.server: 1}
     assert overdue(state, grace_ms=3_600_000) == {}

@@ -125,7 +125,8 @@ def _one_document(text: Column) -> Column:
     return F.coalesce(F.json_array_length(F.concat(F.lit("["), text, F.lit("]"))) == 1, F.lit(False))
 
 
-def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> DataFrame:
+def decode_records(records: DataFrame, options: DecodeOptions | None = None, keep: tuple[str, ...] = ()) -> DataFrame:
+    """``keep``: columns of ``records`` passed through unchanged (watch keeps the raw record beside its decoding)."""
     opts = options or DecodeOptions()
     value_text = F.col("value").cast("string")
     key_text = F.col("key").cast("string")
@@ -141,6 +142,7 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         F.from_json(value_text, VALUE_SCHEMA, JSON_OPTIONS).alias("v"),
         F.from_json(key_text, KEY_SCHEMA, JSON_OPTIONS).alias("k"),
         *[_pre(records, c) for c in PRE_COLUMNS.fieldNames()],
+        *keep,
     )
     v, k = F.col("v"), F.col("k")
     enveloped = v["payload"].isNotNull()
@@ -183,7 +185,7 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
     src = fields["source"]
     stage = base.select(
         "topic", "partition", "offset", "record_ts_ms", "timestamp_type", "key", "value_text", "headers",
-        "pre_message", "key_schema_id", "value_schema_id",
+        "pre_message", "key_schema_id", "value_schema_id", *keep,
         kind.alias("kind"),
         decode_error.alias("decode_error"),
         decode_detail.alias("decode_detail"),
@@ -217,7 +219,7 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None) -> 
         F.nullif(F.regexp_extract("topic", "^" + re.escape(opts.heartbeat_topic_prefix) + r"\.(.+)$", 1), F.lit("")),
         F.get_json_object(F.col("key_payload"), "$.serverName"))
     events = stage.withColumn("flavour", flavour).select(
-        "topic", "partition", "offset", "record_ts_ms", "timestamp_type", "key", "value_text",
+        "topic", "partition", "offset", "record_ts_ms", "timestamp_type", "key", "value_text", *keep,
         "kind", "decode_error", "decode_detail",
         F.when(F.col("decode_error").isNotNull(), F.coalesce(F.col("pre_message"), F.substring(
             F.coalesce(F.when(F.col("decode_detail") == "key", F.col("key")).otherwise(F.col("value_text")), F.lit("")),

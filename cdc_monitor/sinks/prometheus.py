@@ -51,6 +51,7 @@ class MetricsSnapshot:
     totals: dict[str, list[dict[str, Any]]] | None = None  # watch: running events/transactions/findings
     job_level: bool = True  # include the monitor's own and window-wide series
     heartbeats: list[dict[str, Any]] = field(default_factory=list)  # server, last_ts_ms
+    state: dict[str, float] | None = None  # watch: its state store's rows, bytes and driver memory
 
     @classmethod
     def from_result(cls, result: ScanResult, job: str) -> MetricsSnapshot:
@@ -75,6 +76,13 @@ class MetricsSnapshot:
                                {k: v for k, v in self.transactions.items() if k == server}, keep(self.findings),
                                self.records, self.invalid_records, self.finished_at, self.duration_seconds,
                                self.window_failures, job_level=job_level, heartbeats=keep(self.heartbeats))
+
+
+STATE_GAUGES = {
+    "rows": "watch: rows in its state store (key histories, open transactions, candidates, table tails)",
+    "bytes": "watch: memory its state store uses (RocksDB, on the executors)",
+    "driver_rss_bytes": "watch: resident memory of the driver process",
+}
 
 
 def _label(value: Any) -> str:
@@ -194,6 +202,11 @@ def _monitor_families(snap: MetricsSnapshot) -> Iterator[Metric]:
                                 labels=["job"])
     fails.add_metric([snap.job], snap.window_failures)
     yield fails
+    for name, doc in STATE_GAUGES.items():
+        if snap.state is not None and name in snap.state:
+            fam = GaugeMetricFamily(f"cdc_monitor_state_{name}", doc, labels=["job"])
+            fam.add_metric([snap.job], snap.state[name])
+            yield fam
 
 
 def _counter_families(totals: dict[str, list[dict[str, Any]]]) -> Iterator[Metric]:

@@ -1,16 +1,17 @@
-"""One micro-batch of ``watch``: the batch checks over (carried context + new records).
+"""One micro-batch of ``watch``: the batch checks over (new records + the context Spark's state store carries).
 
-Each batch decodes its new records together with the records carried from earlier batches and
-runs the same checks as ``scan``. A finding is reported once:
-- per-record rules (decode, lag, schema, ordering) only for new records (the carried ones were
-  judged when they were new); an orphan candidate that could not be judged yet (the transaction
-  topic had not reached its time) is carried and judged later;
+The streaming query's stateful operator (``watch/carry.py``) hands each batch its new records and
+the context its groups hold: the last ``key_history`` records of every key the batch touches, the
+open transactions with their data events, orphan candidates and the newest change event per
+table. This engine runs the same checks as ``scan`` over them and counts a finding once:
+- per-record rules (decode, lag, schema) only on new records;
+- per-key and per-table findings where they land on a new record (a lag spike continuing from
+  the carried newest event of its table is not new);
 - transaction rules when the transaction becomes final in this batch (complete, missing_end,
-  missing_begin, unverifiable); open transactions are carried with their data events.
-What is carried is bounded: the last ``key_history`` records of every key (keys idle for
-``key_ttl_ms`` of record time are evicted, after which first-record rules are no longer judged
-in that partition), open transactions, orphan candidates (for ``await_ms`` of wall time), and
-the newest change event per table (so a lag spike crossing a batch boundary counts once).
+  missing_begin, unverifiable); orphan events when new or carried as candidates, never for a
+  transaction finalized in an earlier batch.
+The driver keeps only counters, heartbeats, per-partition facts and the open transactions'
+first-seen times (``watch/state.py``): a few kilobytes whatever the number of keys.
 """
 
 from __future__ import annotations
@@ -18,16 +19,14 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.checks.findings import FINDING_COLUMNS
-from cdc_monitor.checks.lag import change_events, lag_row_ms, with_lag
+from cdc_monitor.checks.lag import lag_row_ms
 from cdc_monitor.checks.registry import run_checks
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import DecodeOptions, decode_records
@@ -36,13 +35,26 @@ from cdc_monitor.decoding.events import txn_key
 from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import heartbeats
 from cdc_monitor.engine.facts import census_frame, facts_from_rows
-from cdc_monitor.sources.base import KAFKA_COLUMNS
+from cdc_monitor.watch.carry import (
+    CANDIDATE,
+    CONTEXT_ROLES,
+    EVICTED,
+    NEW,
+    ROW,
+    TAIL,
+    CarrySettings,
+    kafka_rows,
+)
+from cdc_monitor.watch.carry import (
+    FINAL as FINAL_ROLE,
+)
 from cdc_monitor.watch.state import PartitionHistory, StateStore, WatchState, add
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 FINAL = ("complete", "missing_end", "missing_begin", "unverifiable")
+FLAGS = ("is_new", "tail", "candidate")
 COORD = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
                       T.StructField("offset", T.LongType())])
 
@@ -55,6 +67,9 @@ class WatchSettings:
     await_ms: int = 600_000
     grace_ms: int = 600_000  # open longer than this (wall time): reported as overdue
     final_memory: int = 200_000  # ids of finalized transactions remembered (a replayed event of one is no orphan)
+
+    def carry(self) -> CarrySettings:
+        return CarrySettings(self.key_history, self.key_ttl_ms, self.await_ms, self.final_memory)
 
 
 @dataclass
@@ -74,10 +89,6 @@ def _key(*parts: Any) -> str:
     return "|".join(str(p) for p in parts)
 
 
-def _coords(spark: SparkSession, rows: list[list[Any]] | list[tuple[str, int, int]]) -> DataFrame:
-    return spark.createDataFrame([(str(r[0]), int(r[1]), int(r[2])) for r in rows], COORD)
-
-
 def _partitions(state: WatchState, txn_regex: str, batch_id: int) -> list[dict[str, Any]]:
     """from_start per partition as the stream saw it: data partitions read from offset 0 whose key
     history was never evicted; transaction-topic partitions also once read in an earlier batch
@@ -94,23 +105,11 @@ def _partitions(state: WatchState, txn_regex: str, batch_id: int) -> list[dict[s
     return rows
 
 
-@dataclass
-class _Verdicts:
-    open_txns: list[tuple[str, str]]
-    final_txns: list[tuple[str, str]]
-    orphans_judged: set[tuple[str, int, int]]
-
-
-def _final_ids(spark: SparkSession, state: WatchState) -> DataFrame:
-    rows = [tuple(k.split("|", 1)) for k in state.final_txns]
-    return F.broadcast(spark.createDataFrame(rows, "server string, txn_key string"))
-
-
-def process_batch(spark: SparkSession, new_records: DataFrame, batch_id: int, state: WatchState,
+def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: WatchState,
                   store: StateStore, settings: WatchSettings, now: float | None = None
                   ) -> tuple[BatchOutcome, WatchState]:
-    """Apply one micro-batch to a copy of ``state``; the new state is committed in ``store`` and
-    returned. A batch id already applied is skipped (the state is returned unchanged)."""
+    """Apply one micro-batch (the carry operator's output) to a copy of ``state``; the new state is
+    saved in ``store`` and returned. A batch id already applied is skipped (state unchanged)."""
     started = time.time()
     now = time.time() if now is None else now
     if batch_id <= state.batch_id:
@@ -119,75 +118,76 @@ def process_batch(spark: SparkSession, new_records: DataFrame, batch_id: int, st
     cfg = settings.scan
     cache = FrameCache()
     try:
-        new = new_records.select(*KAFKA_COLUMNS)
-        raw = new
-        if state.carry_path:
-            raw = new.unionByName(spark.read.parquet(state.carry_path).select(*KAFKA_COLUMNS))
-        raw = cache.materialize(raw)
-        starts = {(r["topic"], r["partition"]): (r["lo"], r["ts"]) for r in new.groupBy("topic", "partition").agg(
-            F.min("offset").alias("lo"), F.min(F.unix_millis("timestamp")).alias("ts")).collect()}
-        if not starts:  # nothing new: nothing to judge, the state stays as it is
-            return BatchOutcome(batch_id, 0, seconds=round(time.time() - started, 3)), state
-        for (topic, part), (lo, ts) in starts.items():
-            state.partitions.setdefault(_key(topic, part), PartitionHistory(int(ts or 0), int(lo), batch_id))
-        start_df = F.broadcast(spark.createDataFrame([(t, p, lo) for (t, p), (lo, _) in starts.items()], COORD))
-        opts = DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix)
-        events = cache.materialize(decode_records(avro_as_json(raw, cfg, cache).records, opts).join(
-            start_df.withColumnRenamed("offset", "batch_start"), ["topic", "partition"], "left"
-        ).withColumn("is_new", F.coalesce(F.col("offset") >= F.col("batch_start"), F.lit(False))).drop("batch_start"))
-        outcome, verdicts = _check(spark, events, state, settings, batch_id, cache)
-        _next_state(spark, raw, events, state, store, settings, batch_id, cache, now, verdicts)
+        out = cache.materialize(frame)  # the stateful operator runs once per batch, here
+        parts = out.groupBy("role", "topic", "partition").agg(
+            F.min("offset").alias("lo"), F.min("record_us").alias("ts")).collect()
+        for r in parts:
+            if r["role"] == EVICTED and (h := state.partitions.get(_key(r["topic"], r["partition"]))):
+                h.evicted = True
+        starts = [r for r in parts if r["role"] == NEW]
+        for r in starts:
+            state.partitions.setdefault(_key(r["topic"], r["partition"]),
+                                        PartitionHistory(int(r["ts"] or 0) // 1000, int(r["lo"]), batch_id))
+        outcome = BatchOutcome(batch_id, 0)
+        if starts:  # nothing new: nothing to judge
+            events = cache.materialize(_events(out, cfg, cache))
+            known_final = out.where(F.col("role") == FINAL_ROLE).select(*COORD.fieldNames())
+            outcome, open_txns = _check(spark, events, known_final, state, settings, batch_id, cache)
+            state.open_txns = {_key(s, t): state.open_txns.get(_key(s, t), now) for s, t in open_txns}
+        state.batch_id = batch_id
+        store.save(state)
         outcome.seconds = round(time.time() - started, 3)
         return outcome, state
     finally:
         cache.release()
 
 
-def _check(spark: SparkSession, events: DataFrame, state: WatchState, settings: WatchSettings, batch_id: int,
-           cache: FrameCache) -> tuple[BatchOutcome, _Verdicts]:
+def _events(out: DataFrame, cfg: ScanConfig, cache: FrameCache) -> DataFrame:
+    """New records and their context (a record several groups carry, once), decoded, with flags."""
+    new = out.where(F.col("role") == NEW).withColumns(
+        {"is_new": F.lit(True), "tail": F.lit(False), "candidate": F.lit(False)})
+    context = out.where(F.col("role").isin(*CONTEXT_ROLES)).groupBy(*COORD.fieldNames()).agg(
+        *[F.first(c).alias(c) for c in ROW if c not in COORD.fieldNames()],
+        F.lit(False).alias("is_new"), F.max(F.col("role") == TAIL).alias("tail"),
+        F.max(F.col("role") == CANDIDATE).alias("candidate"))
+    records = kafka_rows(new.drop("role").unionByName(context))
+    opts = DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix)
+    return decode_records(avro_as_json(records, cfg, cache).records, opts, keep=FLAGS)
+
+
+def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, state: WatchState, settings: WatchSettings,
+           batch_id: int, cache: FrameCache) -> tuple[BatchOutcome, list[tuple[str, str]]]:
     cfg = settings.scan
+    coord = COORD.fieldNames()
     facts = facts_from_rows(census_frame(events).collect(), _partitions(state, cfg.transaction_topic_regex, batch_id))
     for beat in heartbeats(facts.rows):  # the newest per server, kept across batches for the gauge
         if beat["last_ts_ms"] is not None:
             server = beat["server"] or ""
             state.heartbeats[server] = max(state.heartbeats.get(server, 0), int(beat["last_ts_ms"]))
     fresh = events.where("is_new")
-    tail = F.broadcast(_coords(spark, state.lag_tail).withColumn("tail", F.lit(True)))
-    lag_scope = events.join(tail, ["topic", "partition", "offset"], "left").where(F.col("is_new") | F.col("tail").isNotNull())
-    # the scan's runner, its findings filtered by scope: per-record rules ran on the new records
-    # only; per-key and per-table findings count where they land on a new record; per-transaction
-    # ones once the transaction is final (orphans once judged, or when their wait ends)
-    checked = run_checks(events, facts, cfg, cache, fresh=fresh, lag_scope=lag_scope)
-    awaiting = F.broadcast(_coords(spark, state.awaiting).withColumn("awaited", F.lit(True)))
-    is_new = events.select("topic", "partition", "offset", "is_new")
+    # the scan's runner, its findings filtered by scope (see the module)
+    checked = run_checks(events, facts, cfg, cache, fresh=fresh, lag_scope=events.where(F.col("is_new") | F.col("tail")))
+    flags = events.select(*coord, "is_new", "candidate")
     judged = [f.select(*FINDING_COLUMNS) for f in checked.by_scope["record"]]
-    judged += [f.select(*FINDING_COLUMNS).join(is_new, ["topic", "partition", "offset"]).where("is_new")
+    judged += [f.select(*FINDING_COLUMNS).join(flags, coord).where("is_new")
                .select(*FINDING_COLUMNS) for f in (*checked.by_scope["key"], *checked.by_scope["table"])]
     final_ids = checked.transactions.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
-    known_final = _final_ids(spark, state)
     for f in checked.by_scope["transaction"]:
         f = f.select(*FINDING_COLUMNS).withColumn("txn_key", txn_key(F.col("txn_id")))
         judged.append(f.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi")
                       .select(*FINDING_COLUMNS))
-        judged.append(f.where(F.col("rule") == "orphan_event").join(known_final, ["server", "txn_key"], "left_anti")
-                      .join(awaiting, ["topic", "partition", "offset"], "left")
-                      .join(is_new, ["topic", "partition", "offset"])
-                      .where(F.col("is_new") | F.col("awaited").isNotNull()).select(*FINDING_COLUMNS))
+        judged.append(f.where(F.col("rule") == "orphan_event").join(known_final, coord, "left_anti")
+                      .join(flags, coord).where(F.col("is_new") | F.col("candidate")).select(*FINDING_COLUMNS))
     findings = judged[0]
     for f in judged[1:]:
         findings = findings.unionByName(f)
-    findings = cache.keep(findings)
     grouped = [r.asDict() for r in findings.groupBy("check", "rule", "severity", "server", "table").count().collect()]
-    orphans_judged = {(r["topic"], r["partition"], r["offset"]) for r in
-                      findings.where(F.col("rule") == "orphan_event").select("topic", "partition", "offset").collect()}
     open_txns: list[tuple[str, str]] = []
-    final_txns: list[tuple[str, str]] = []
     finalized: dict[str, dict[str, int]] = {}
     for r in checked.transactions.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status").collect():
         if r["status"] == "open":
             open_txns.append((r["server"], r["txn_key"]))
         else:
-            final_txns.append((r["server"], r["txn_key"]))
             per = finalized.setdefault(r["server"] or "", {})
             per[r["status"]] = per.get(r["status"], 0) + 1
     lag = [lag_row_ms(r.asDict()) for r in checked.lag.collect()]
@@ -205,57 +205,7 @@ def _check(spark: SparkSession, events: DataFrame, state: WatchState, settings: 
         add(totals["findings"], (r["server"], r["table"], r["check"], r["rule"], r["severity"]), r["count"])
     assert all(r["rule"] in CATALOGUE for r in grouped)
     outcome = BatchOutcome(batch_id, int(counts["n"] or 0), int(counts["bad"] or 0), lag, by_op, finalized, grouped)
-    return outcome, _Verdicts(open_txns, final_txns, orphans_judged)
-
-
-def _next_state(spark: SparkSession, raw: DataFrame, events: DataFrame, state: WatchState, store: StateStore,
-                settings: WatchSettings, batch_id: int, cache: FrameCache, now: float, verdicts: _Verdicts) -> None:
-    """Choose what to carry, write it, and commit the new state."""
-    coord = ["topic", "partition", "offset"]
-    keyed = events.where(F.col("kind").isin("data", "tombstone") & F.col("decode_error").isNull()
-                         & F.col("key_payload").isNotNull())
-    per_key = Window.partitionBy("topic", "partition", "key_payload").orderBy(F.col("offset").desc())
-    newest = F.max("record_ts_ms").over(Window.partitionBy("topic", "partition", "key_payload"))
-    horizon = events.agg(F.max("record_ts_ms")).first()[0] or 0
-    ranked = cache.keep(keyed.withColumn("rn", F.row_number().over(per_key)).withColumn("newest", newest))
-    keep_keys = ranked.where((F.col("rn") <= settings.key_history) & (F.col("newest") >= horizon - settings.key_ttl_ms))
-    evicted = ranked.where((F.col("rn") == 1) & (F.col("newest") < horizon - settings.key_ttl_ms)) \
-        .select("topic", "partition").distinct().collect()
-    for r in evicted:
-        state.partitions[_key(r["topic"], r["partition"])].evicted = True
-    open_ids = spark.createDataFrame(verdicts.open_txns, "server string, txn_key string")
-    open_markers = events.where(F.col("kind") == "transaction").join(
-        open_ids.withColumnRenamed("txn_key", "marker_key"), ["server", "marker_key"], "left_semi")
-    open_data = events.where(F.col("kind") == "data").join(open_ids, ["server", "txn_key"], "left_semi")
-    # orphan candidates: data events naming a transaction on no marker of this window, not judged yet
-    markers = events.where(F.col("kind") == "transaction").select("server", F.col("marker_key").alias("txn_key")).distinct()
-    candidates = events.where(F.col("data_event") & F.col("txn_id").isNotNull()) \
-        .join(markers, ["server", "txn_key"], "left_anti").join(_final_ids(spark, state), ["server", "txn_key"], "left_anti")
-    waited = {(a[0], int(a[1]), int(a[2])): float(a[3]) for a in state.awaiting}
-    judged = verdicts.orphans_judged
-    awaiting = []
-    for r in candidates.join(_coords(spark, [list(k) for k in waited]).withColumn("w", F.lit(True)), coord, "left") \
-            .where(F.col("is_new") | F.col("w").isNotNull()).select(*coord).collect():
-        c = (r["topic"], r["partition"], r["offset"])
-        since = waited.get(c, now)
-        if c not in judged and now - since < settings.await_ms / 1000:
-            awaiting.append([*c, since])
-    lag_scope = with_lag(change_events(events)).where(F.col("lag_ms").isNotNull())
-    tail_rows = lag_scope.groupBy("server", "table").agg(
-        F.max(F.struct("ts_ms", "topic", "partition", "offset")).alias("t")).select("t.topic", "t.partition", "t.offset")
-    lag_tail = [[r["topic"], r["partition"], r["offset"]] for r in tail_rows.collect()]
-    keep = keep_keys.select(*coord).unionByName(open_markers.select(*coord)).unionByName(open_data.select(*coord)) \
-        .unionByName(_coords(spark, awaiting)).unionByName(_coords(spark, lag_tail)).distinct()
-    carried = raw.join(keep, coord, "left_semi")
-    staged = store.version_dir(batch_id)
-    carried.write.mode("overwrite").parquet(str(Path(staged) / "carry.parquet"))
-    state.carry_path = str(Path(staged) / "carry.parquet")
-    state.open_txns = {_key(s, t): state.open_txns.get(_key(s, t), now) for s, t in verdicts.open_txns}
-    state.awaiting = awaiting
-    state.final_txns = (state.final_txns + [_key(s, t) for s, t in verdicts.final_txns])[-settings.final_memory:]
-    state.lag_tail = lag_tail
-    state.batch_id = batch_id
-    store.commit(state, staged)
+    return outcome, open_txns
 
 
 def overdue(state: WatchState, grace_ms: int, now: float | None = None) -> dict[str, int]:

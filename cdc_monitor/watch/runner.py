@@ -1,5 +1,6 @@
-"""``watch``: a Structured Streaming query over the Kafka stream reader, one engine batch per
-micro-batch, metrics served on /metrics until SIGTERM/SIGINT.
+"""``watch``: a Structured Streaming query over the Kafka stream reader whose stateful operator
+(``watch/carry.py``, RocksDB state store) carries each key's history and the open transactions,
+one engine batch per micro-batch, metrics served on /metrics until SIGTERM/SIGINT.
 
 A failing micro-batch is never skipped: the query stops with the error, the exporter keeps the
 last good snapshot and counts the failure, and the query is restarted from its checkpoint (the
@@ -39,6 +40,18 @@ class WatchOptions:
     max_failures: int = 0  # 0: retry forever
 
 
+def driver_rss() -> float:
+    """Resident memory of this (the driver's Python) process, in bytes."""
+    import os
+
+    try:
+        return float(int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE"))
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
+
 def totals_rows(state: WatchState) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for family, labels in TOTAL_LABELS.items():
@@ -63,6 +76,7 @@ class Watcher:
         self.idle = False
         self.stopping = threading.Event()
         self.query = None
+        self.store_size: dict[str, float] = {}
         self.server = MetricsServer(opts.host, opts.port, self.snapshot())
         self.log(f"cdc-monitor watch: serving http://{opts.host}:{self.server.port}/metrics; checkpoint {opts.checkpoint}; "
                  f"resuming after batch {self.state.batch_id}" if self.state.batch_id >= 0 else
@@ -82,6 +96,7 @@ class Watcher:
             per["overdue"] = late.get(server, 0)
             per["open"] = opened - per["overdue"]
         totals = totals_rows(self.state)
+        state = dict(self.store_size, driver_rss_bytes=driver_rss())
         totals["records"] = [{"job": self.opts.job, "count": self.state.totals.get("records", {}).get("", 0)}]
         return MetricsSnapshot(
             job=self.opts.job, lag=last.lag if last else [], events=last.events if last else [],
@@ -89,7 +104,7 @@ class Watcher:
             records=last.records if last else 0, invalid_records=last.invalid_records if last else 0,
             finished_at=self.last_finished, duration_seconds=last.seconds if last else None,
             window_failures=self.failures, totals=totals,
-            heartbeats=[{"server": s, "last_ts_ms": ts} for s, ts in sorted(self.state.heartbeats.items())])
+            heartbeats=[{"server": s, "last_ts_ms": ts} for s, ts in sorted(self.state.heartbeats.items())], state=state)
 
     def on_batch(self, frame: DataFrame, batch_id: int) -> None:
         outcome, state = process_batch(self.spark, frame, batch_id, self.state, self.store, self.opts.settings)
@@ -98,18 +113,35 @@ class Watcher:
             return
         self.state = state
         self.last, self.last_finished, self.idle = outcome, time.time(), False
+        self._read_store_size()
         found = sum(int(r["count"]) for r in outcome.findings)
         self.log(f"cdc-monitor watch: batch {batch_id}: {outcome.records} records, {found} findings, "
                  f"{len(state.open_txns)} open transaction(s), {outcome.seconds:.1f}s")
         self.server.update(self.snapshot())
 
+    def _read_store_size(self) -> None:
+        """The state store's size as of the previous batch (Spark reports a batch's progress after
+        its sink returns)."""
+        progress = self.query.lastProgress if self.query is not None else None
+        ops = (progress or {}).get("stateOperators") or []
+        if ops:
+            self.store_size = {"rows": float(sum(o.get("numRowsTotal", 0) for o in ops)),
+                               "bytes": float(sum(o.get("memoryUsedBytes", 0) for o in ops))}
+
     def _start_query(self):
+        from cdc_monitor.decoding import DecodeOptions
         from cdc_monitor.sources.kafka.datasource import FORMAT
         from cdc_monitor.sources.kafka.source import register
+        from cdc_monitor.watch.carry import STREAM_CONF, carry_stream
 
         register(self.spark)
+        for name, value in STREAM_CONF.items():
+            self.spark.conf.set(name, value)
         stream = self.spark.readStream.format(FORMAT).options(**self.opts.source_options).load()
-        return (stream.writeStream.foreachBatch(self.on_batch)
+        cfg = self.opts.settings.scan
+        carried = carry_stream(stream, self.opts.settings.carry(),
+                               DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix))
+        return (carried.writeStream.foreachBatch(self.on_batch)
                 .option("checkpointLocation", str(self.opts.checkpoint / "spark"))
                 .trigger(processingTime=f"{self.opts.interval_s} seconds").start())
 

@@ -1,0 +1,261 @@
+"""watch's state in Spark's state store: the context every micro-batch is judged with.
+
+One stateful operator (``applyInPandasWithState`` on the RocksDB state store provider; Spark
+checkpoints it with the offsets, so a restart resumes exactly where the last committed batch left
+it) groups each record by the context it belongs to. Its group key (``ctx``) names the kind:
+
+- ``K`` topic, key: the key's last ``key_history`` records in each partition (per-key rules judge
+  new records against them; a key found in several partitions of its topic is one group). A
+  key idle for ``key_ttl_ms`` of processing time times out: its history is dropped and its
+  partitions reported ``evicted`` (first-record rules are no longer judged there).
+- ``P`` topic, partition: records with no key history (markers, heartbeats, undecodable ...): no state.
+- ``S`` server: a copy of every transaction marker and of every data event naming a transaction.
+  Keeps the open transactions (BEGIN, no END, no later BEGIN in its partition: Debezium writes END
+  when the next transaction begins) with their data events, orphan candidates (a transaction on
+  no marker yet: kept until the server's transaction topic has passed their record time, or
+  ``await_ms`` of wall time) and the ids of the last ``final_memory`` finalized transactions.
+- ``L`` server, table: a copy of every change event with a lag: keeps the newest, so a lag spike
+  crossing a batch boundary is judged once.
+
+Each new record is emitted once (role ``new``, by its K or P group) with the context the groups
+hold (``carried``, ``candidate``, ``tail``) and two facts: ``final`` (a new event of a transaction
+finalized in an earlier batch: no orphan) and ``evicted``. State is a JSON text per group; raw
+bytes are kept as latin-1 text (a lossless byte-to-character mapping).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+
+from cdc_monitor.checks.lag import with_lag
+from cdc_monitor.decoding import DecodeOptions, decode_records
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame
+
+SEP = "\u001f"
+ROW = ("topic", "partition", "offset", "key", "value", "record_us", "timestampType", "headers_json")
+OUTPUT = ("topic string, partition int, offset bigint, key binary, value binary, record_us bigint, "
+          "timestampType int, headers_json string, role string")
+STATE = "s string"
+NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED = "new", "carried", "candidate", "tail", "final", "evicted"
+CONTEXT_ROLES = (CARRIED, CANDIDATE, TAIL)
+STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+# The session settings the query needs: the RocksDB provider (state off the JVM heap, on local
+# disk, snapshotted to the checkpoint) and no micro-batches without data (with processing-time
+# timeouts Spark would otherwise run an empty batch at every trigger; idle keys time out at the
+# next batch with data).
+STREAM_CONF = {
+    "spark.sql.streaming.stateStore.providerClass": STATE_STORE,
+    "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+}
+
+
+@dataclass(frozen=True)
+class CarrySettings:
+    key_history: int = 3
+    key_ttl_ms: int = 24 * 3_600_000
+    await_ms: int = 600_000
+    final_memory: int = 200_000
+
+
+def _pack(row: tuple[Any, ...]) -> list[Any]:
+    out = list(row)
+    for i in (3, 4):
+        if out[i] is not None:
+            out[i] = bytes(out[i]).decode("latin-1")
+    return out
+
+
+def _unpack(row: list[Any]) -> tuple[Any, ...]:
+    out = list(row[:len(ROW)])
+    for i in (3, 4):
+        if out[i] is not None:
+            out[i] = out[i].encode("latin-1")
+    return tuple(out)
+
+
+def _rows(pdf: pd.DataFrame, columns: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    return list(zip(*[pdf[c].tolist() for c in columns], strict=True))
+
+
+def _frame(rows: list[tuple[Any, ...]], role: str) -> pd.DataFrame:
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=list(ROW))
+    frame["role"] = role
+    return frame
+
+
+def _key_history(held: list[list[Any]], pdf: pd.DataFrame | None, keep: int) -> tuple[list[pd.DataFrame], list[list[Any]]]:
+    out = []
+    if held:
+        out.append(_frame([_unpack(r) for r in held], CARRIED))
+    if pdf is None:
+        return out, held
+    new = pdf[list(ROW)].copy()
+    new["role"] = NEW
+    out.append(new)
+    merged = sorted([*held, *(_pack(r) for r in _rows(pdf, ROW))], key=lambda r: (r[1], r[2]))
+    kept: dict[int, list[list[Any]]] = {}
+    for r in merged:  # the last ``keep`` records of the key in each partition
+        kept.setdefault(r[1], []).append(r)
+    return out, [r for rows in kept.values() for r in rows[-keep:]]
+
+
+S_META = ("skind", "status", "txn", "record_ts_ms")
+
+
+def _server(st: dict[str, Any], pdf: pd.DataFrame | None, cfg: CarrySettings, now: float
+            ) -> tuple[list[pd.DataFrame], dict[str, Any]]:
+    """Open transactions, orphan candidates and finalized ids of one server (see the module)."""
+    held: list[list[Any]] = st.get("rows", [])  # ROW + S_META + [first seen, wall time]
+    final = st.get("final", [])
+    final_set = set(final)
+    out = []
+    if held:
+        rows = [_unpack(r) for r in held]
+        was_open = set(st.get("open", []))
+        roles = [CANDIDATE if r[len(ROW)] == "data" and r[len(ROW) + 2] not in was_open else CARRIED for r in held]
+        for role in (CARRIED, CANDIDATE):
+            picked = [row for row, r in zip(rows, roles, strict=True) if r == role]
+            if picked:
+                out.append(_frame(picked, role))
+    new = [[*_pack(r[:len(ROW)]), *r[len(ROW):], now] for r in _rows(pdf, ROW + S_META)] if pdf is not None else []
+    seen = {(r[0], r[1], r[2]) for r in held}
+    rows = [*held, *(r for r in new if (r[0], r[1], r[2]) not in seen)]
+    m = len(ROW)
+    markers = [r for r in rows if r[m] == "marker"]
+    last_begin: dict[tuple[Any, Any], int] = {}  # per transaction-topic partition, its newest BEGIN
+    txns: dict[tuple[Any, Any, str], list[Any]] = {}  # (topic, partition, txn) -> [first BEGIN offset, END seen]
+    for r in markers:
+        t = txns.setdefault((r[0], r[1], r[m + 2]), [None, False])
+        if r[m + 1] == "BEGIN":
+            t[0] = r[2] if t[0] is None else min(t[0], r[2])
+            last_begin[(r[0], r[1])] = max(last_begin.get((r[0], r[1]), r[2]), r[2])
+        else:
+            t[1] = True
+    # open: a BEGIN, no END, no later BEGIN in its partition (the checks' "open" status)
+    open_ids = {k[2] for k, (b, e) in txns.items() if b is not None and not e and last_begin[k[:2]] == b}
+    on_marker = {k[2] for k in txns}
+    finalized = [t for t in dict.fromkeys(k[2] for k in txns) if t not in open_ids and t not in final_set]
+    horizon = max([st.get("horizon", -1), *(r[m + 3] for r in markers if r[m + 3] is not None)])  # newest marker time
+    keep, known_final = [], []
+    for r in rows:
+        txn = r[m + 2]
+        if r[m] == "marker" or txn in on_marker:
+            if txn in open_ids:
+                keep.append(r)
+        elif txn in final_set:
+            known_final.append(_unpack(r))
+        elif horizon >= 0 and (r[m + 3] or 0) > horizon and now - r[m + 4] < cfg.await_ms / 1000:
+            # an orphan candidate while the transaction topic has not reached its time (a server
+            # whose transaction topic was never seen has no orphans: nothing to hold)
+            keep.append(r)
+    if known_final:
+        out.append(_frame(known_final, FINAL))
+    final = (final + finalized)[-cfg.final_memory:]
+    return out, {"rows": keep, "final": final, "horizon": horizon, "open": sorted(open_ids)}
+
+
+def _tail(held: list[Any] | None, pdf: pd.DataFrame | None) -> tuple[list[pd.DataFrame], list[Any] | None]:
+    out = [_frame([_unpack(held)], TAIL)] if held else []
+    if pdf is not None:
+        order = ("record_ts_ms", "topic", "partition", "offset")  # record_ts_ms carries the event's ts_ms here
+        newest = max(((r[-4:], r[:-4]) for r in _rows(pdf, ROW + order)), key=lambda x: x[0])
+        if held is None or tuple(newest[0]) > tuple(held[len(ROW):]):
+            held = [*_pack(newest[1]), *newest[0]]
+    return out, held
+
+
+def carry_function(cfg: CarrySettings):
+    """The operator's function: (group key, input frames, GroupState) -> output frames."""
+    import orjson
+
+    def fn(key: tuple[str], pdfs: Iterator[pd.DataFrame], state: Any) -> Iterator[pd.DataFrame]:
+        import pandas as pd
+
+        ctx = key[0]
+        kind = ctx[0]
+        st = orjson.loads(state.get[0]) if state.exists else None
+        if state.hasTimedOut:  # an idle key: its history goes, its partition no longer has every key's start
+            held = st or []
+            state.remove()
+            if held:
+                yield _frame(sorted({(r[0], r[1], -1, None, None, 0, 0, None) for r in held}), EVICTED)
+            return
+        frames = [f for f in pdfs if len(f)]
+        pdf = pd.concat(frames, ignore_index=True) if len(frames) > 1 else (frames[0] if frames else None)
+        if kind == "P":
+            if pdf is not None:
+                out = pdf[list(ROW)].copy()
+                out["role"] = NEW
+                yield out
+            return
+        if kind == "K":
+            out, held = _key_history(st or [], pdf, cfg.key_history)
+            state.update((orjson.dumps(held).decode(),))
+            state.setTimeoutDuration(cfg.key_ttl_ms)
+        elif kind == "S":
+            out, new_st = _server(st or {}, pdf, cfg, time.time())
+            state.update((orjson.dumps(new_st).decode(),))
+        else:
+            out, held = _tail(st, pdf)
+            state.update((orjson.dumps(held).decode(),))
+        yield from out
+
+    return fn
+
+
+def carry_stream(stream: DataFrame, cfg: CarrySettings, opts: DecodeOptions) -> DataFrame:
+    """The stateful streaming frame: raw Kafka records in, new records and their context out."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    raw = stream.withColumns({
+        "raw_key": F.col("key"), "raw_value": F.col("value"), "record_us": F.unix_micros("timestamp"),
+        "raw_tstype": F.col("timestampType"),
+        "headers_json": F.to_json(F.transform("headers", lambda h: F.struct(h["key"].alias("key"),
+                                                                              F.base64(h["value"]).alias("value")))),
+    })
+    ev = with_lag(decode_records(raw, opts, keep=("raw_key", "raw_value", "record_us", "raw_tstype", "headers_json")))
+    keyed = F.col("kind").isin("data", "tombstone") & F.col("decode_error").isNull() & F.col("key_payload").isNotNull()
+    tp = [F.col("topic"), F.col("partition").cast("string")]
+    marker = ((F.col("kind") == "transaction") & F.col("decode_error").isNull() & F.col("status").isin("BEGIN", "END")
+              & F.col("marker_id").isNotNull())
+    in_txn = F.col("data_event") & F.col("txn_id").isNotNull()
+    server = F.coalesce(F.col("server"), F.lit(""))
+    primary = F.when(keyed, F.concat_ws(SEP, F.lit("K"), F.col("topic"), F.col("key_payload"))).otherwise(
+        F.concat_ws(SEP, F.lit("P"), *tp))
+    ctxs = F.array(
+        F.struct(primary.alias("ctx"), F.col("record_ts_ms").alias("order_ts")),
+        F.struct(F.when(marker | in_txn, F.concat_ws(SEP, F.lit("S"), server)).alias("ctx"),
+                 F.col("record_ts_ms").alias("order_ts")),
+        F.struct(F.when(F.col("change_event") & F.col("lag_ms").isNotNull(),
+                        F.concat_ws(SEP, F.lit("L"), server, F.coalesce(F.col("table"), F.lit(""))))
+                 .alias("ctx"), F.col("ts_ms").alias("order_ts")),
+    )
+    grouped = ev.select(
+        F.explode(F.filter(ctxs, lambda c: c["ctx"].isNotNull())).alias("c"),
+        "topic", "partition", "offset", F.col("raw_key").alias("key"), F.col("raw_value").alias("value"), "record_us",
+        F.col("raw_tstype").alias("timestampType"), "headers_json",
+        F.when(marker, F.lit("marker")).when(in_txn, F.lit("data")).alias("skind"),
+        F.when(marker, F.col("status")).alias("status"),
+        F.coalesce(F.when(marker, F.col("marker_key")), F.col("txn_key")).alias("txn"),
+    ).select(F.col("c.ctx").alias("ctx"), "*", F.col("c.order_ts").alias("record_ts_ms")).drop("c")
+    return grouped.groupBy("ctx").applyInPandasWithState(
+        carry_function(cfg), OUTPUT, STATE, "append", GroupStateTimeout.ProcessingTimeTimeout)
+
+
+def kafka_rows(frame: DataFrame) -> DataFrame:
+    """Operator output rows back in the Kafka source's shape (plus the role flags)."""
+    headers = F.from_json("headers_json", "array<struct<key:string,value:string>>")
+    return frame.select(
+        "key", "value", "topic", "partition", "offset", F.timestamp_micros("record_us").alias("timestamp"), "timestampType",
+        F.transform(headers, lambda h: F.struct(h["key"].alias("key"), F.unbase64(h["value"]).alias("value")))
+        .alias("headers"), *[c for c in frame.columns if c not in ROW])

@@ -1,0 +1,55 @@
+"""Drive watch's streaming query (the stateful carry operator + the micro-batch engine) over
+static frames, one micro-batch per frame, without a broker: each frame is written as one
+Parquet file and read back by Spark's file stream source, one file per trigger."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cdc_monitor.decoding import DecodeOptions
+from cdc_monitor.sources.base import KAFKA_COLUMNS, KAFKA_SCHEMA
+from cdc_monitor.watch.carry import STREAM_CONF, carry_stream
+from cdc_monitor.watch.engine import BatchOutcome, WatchSettings, process_batch
+from cdc_monitor.watch.state import StateStore, WatchState
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def stage(frames: list[DataFrame], folder: Path, first: int = 0) -> None:
+    """Write each frame as one Parquet file, in order (the file source reads them oldest first)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, frame in enumerate(frames, start=first):
+        tmp = folder.parent / f".{folder.name}-{i}"
+        frame.select(*KAFKA_COLUMNS).coalesce(1).write.mode("overwrite").parquet(str(tmp))
+        part = next(tmp.glob("part-*.parquet"))
+        target = folder / f"batch-{i:05d}.parquet"
+        part.rename(target)
+        os.utime(target, (1_000_000 + i, 1_000_000 + i))
+
+
+def run_stream(spark: SparkSession, source: Path, checkpoint: Path, settings: WatchSettings
+               ) -> tuple[list[BatchOutcome], WatchState]:
+    """Run the query until every staged file is processed (availableNow); returns the outcomes of
+    this run and the driver state as saved."""
+    for name, value in STREAM_CONF.items():
+        spark.conf.set(name, value)
+    store = StateStore(checkpoint)
+    holder = {"state": store.load()}
+    outcomes: list[BatchOutcome] = []
+
+    def on_batch(frame: DataFrame, batch_id: int) -> None:
+        outcome, holder["state"] = process_batch(spark, frame, batch_id, holder["state"], store, settings)
+        outcomes.append(outcome)
+
+    stream = spark.readStream.schema(KAFKA_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source))
+    cfg = settings.scan
+    carried = carry_stream(stream, settings.carry(), DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix))
+    query = (carried.writeStream.foreachBatch(on_batch).option("checkpointLocation", str(checkpoint / "spark"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    if query.exception() is not None:
+        raise query.exception()
+    return outcomes, store.load()
