@@ -281,7 +281,7 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
 @click.option("--starting-offsets", type=click.Choice(["latest", "earliest"]), default="latest", show_default=True,
               help="Where a new checkpoint starts.")
 @click.option("--max-offsets-per-trigger", type=click.IntRange(1), help="Cap on records per micro-batch.")
-@click.option("--key-ttl", default="24h", show_default=True, help="Keys idle this long (record time) leave the state.")
+@click.option("--key-ttl", default="24h", show_default=True, help="Keys idle this long (wall-clock time) leave the state store.")
 @click.option("--job", default="cdc-monitor-watch", show_default=True, help="The job label of the metrics.")
 @click.option("--config", "config_file", type=click.Path(), help="TOML config file (flags override it).")
 @click.option("--lag-threshold", help="Lag above which a lag_spike is reported (default 60s).")

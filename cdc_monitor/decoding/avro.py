@@ -119,7 +119,7 @@ def _rebuild(batch: pa.RecordBatch, keys: list[Any], values: list[Any], pre: dic
     return pa.RecordBatch.from_arrays(arrays, names=[*batch.schema.names, *PRE_COLUMNS.fieldNames()])
 
 
-def decode_wire_format(records: DataFrame, schemas: dict[int, str]) -> DataFrame:
+def decode_wire_format(records: DataFrame, schemas: dict[int, str] | RegistrySchemas) -> DataFrame:
     """Keys and values in the Confluent wire format as JSON text (``schemas``: registry id -> Avro schema text;
     ids missing from it are ``unknown_schema_id``)."""
     out_struct = _with_pre(records.schema)
@@ -184,6 +184,17 @@ def registry_client(settings: RegistrySettings) -> RegistryClient:
     from cdc_monitor.avro.registry import RegistryClient
 
     return RegistryClient(settings)
+
+
+class RegistrySchemas:
+    """Schema texts by id, fetched from the registry where they are first needed (one client per
+    process: each Python worker fetches an id once). For streams, where no pass can list the ids first."""
+
+    def __init__(self, settings: RegistrySettings) -> None:
+        self.settings = settings
+
+    def get(self, schema_id: int) -> str | None:
+        return registry_client(self.settings).schema(schema_id)
 
 
 def avro_as_json(records: DataFrame, cfg: ScanConfig, cache: FrameCache) -> AvroInput:

@@ -81,6 +81,7 @@ class MetricsSnapshot:
 STATE_GAUGES = {
     "rows": "watch: rows in its state store (key histories, open transactions, candidates, table tails)",
     "bytes": "watch: memory its state store uses (RocksDB, on the executors)",
+    "disk_bytes": "watch: size of its state store's files (RocksDB SST files, on the executors)",
     "driver_rss_bytes": "watch: resident memory of the driver process",
 }
 

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import DataFrame
 
+    from cdc_monitor.config import ScanConfig
+
 SEP = "\u001f"
 ROW = ("topic", "partition", "offset", "key", "value", "record_us", "timestampType", "headers_json")
 OUTPUT = ("topic string, partition int, offset bigint, key binary, value binary, record_us bigint, "
@@ -213,9 +215,14 @@ def carry_function(cfg: CarrySettings):
     return fn
 
 
-def carry_stream(stream: DataFrame, cfg: CarrySettings, opts: DecodeOptions) -> DataFrame:
-    """The stateful streaming frame: raw Kafka records in, new records and their context out."""
+def carry_stream(stream: DataFrame, cfg: CarrySettings, scan: ScanConfig) -> DataFrame:
+    """The stateful streaming frame: raw Kafka records in, new records and their context out.
+    With a schema registry, keys and values are decoded from Avro first (schemas fetched by id
+    where first met), so keys and transactions are grouped as for JSON."""
     from pyspark.sql.streaming.state import GroupStateTimeout
+
+    from cdc_monitor.avro.registry import RegistrySettings
+    from cdc_monitor.decoding.avro import RegistrySchemas, decode_avro_json, decode_wire_format
 
     raw = stream.withColumns({
         "raw_key": F.col("key"), "raw_value": F.col("value"), "record_us": F.unix_micros("timestamp"),
@@ -223,6 +230,12 @@ def carry_stream(stream: DataFrame, cfg: CarrySettings, opts: DecodeOptions) -> 
         "headers_json": F.to_json(F.transform("headers", lambda h: F.struct(h["key"].alias("key"),
                                                                               F.base64(h["value"]).alias("value")))),
     })
+    registry = RegistrySettings.from_conf(scan.schema_registry)
+    if registry is not None:
+        raw = decode_wire_format(raw, RegistrySchemas(registry))
+    elif scan.avro_json:
+        raw = decode_avro_json(raw)
+    opts = DecodeOptions(scan.transaction_topic_regex, scan.heartbeat_topic_prefix)
     ev = with_lag(decode_records(raw, opts, keep=("raw_key", "raw_value", "record_us", "raw_tstype", "headers_json")))
     keyed = F.col("kind").isin("data", "tombstone") & F.col("decode_error").isNull() & F.col("key_payload").isNotNull()
     tp = [F.col("topic"), F.col("partition").cast("string")]

@@ -34,6 +34,7 @@ from cdc_monitor.decoding.avro import avro_as_json
 from cdc_monitor.decoding.events import txn_key
 from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import heartbeats
+from cdc_monitor.engine.collect import collect_all
 from cdc_monitor.engine.facts import census_frame, facts_from_rows
 from cdc_monitor.watch.carry import (
     CANDIDATE,
@@ -83,6 +84,7 @@ class BatchOutcome:
     findings: list[dict[str, Any]] = field(default_factory=list)  # grouped counts
     skipped: bool = False
     seconds: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage
 
 
 def _key(*parts: Any) -> str:
@@ -111,14 +113,17 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
     """Apply one micro-batch (the carry operator's output) to a copy of ``state``; the new state is
     saved in ``store`` and returned. A batch id already applied is skipped (state unchanged)."""
     started = time.time()
+    clock = _Clock()
     now = time.time() if now is None else now
-    if batch_id <= state.batch_id:
+    if batch_id <= state.batch_id:  # the stateful operator still runs: its state advances as before
+        FrameCache().materialize(frame).unpersist()  # (through the batch's own plan: Spark reports its state size)
         return BatchOutcome(batch_id, 0, skipped=True), state
     state = copy.deepcopy(state)
     cfg = settings.scan
     cache = FrameCache()
     try:
         out = cache.materialize(frame)  # the stateful operator runs once per batch, here
+        clock("operator")
         parts = out.groupBy("role", "topic", "partition").agg(
             F.min("offset").alias("lo"), F.min("record_us").alias("ts")).collect()
         for r in parts:
@@ -131,15 +136,29 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
         outcome = BatchOutcome(batch_id, 0)
         if starts:  # nothing new: nothing to judge
             events = cache.materialize(_events(out, cfg, cache))
+            clock("decode")
             known_final = out.where(F.col("role") == FINAL_ROLE).select(*COORD.fieldNames())
-            outcome, open_txns = _check(spark, events, known_final, state, settings, batch_id, cache)
+            outcome, open_txns = _check(spark, events, known_final, state, settings, batch_id, cache, clock)
             state.open_txns = {_key(s, t): state.open_txns.get(_key(s, t), now) for s, t in open_txns}
         state.batch_id = batch_id
         store.save(state)
         outcome.seconds = round(time.time() - started, 3)
+        outcome.stages = clock.stages
         return outcome, state
     finally:
         cache.release()
+
+
+class _Clock:
+    """Seconds per stage of a batch (logged with it: where a slow batch spends its time)."""
+
+    def __init__(self) -> None:
+        self.mark, self.stages = time.perf_counter(), {}
+
+    def __call__(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.stages[stage] = round(now - self.mark, 2)
+        self.mark = now
 
 
 def _events(out: DataFrame, cfg: ScanConfig, cache: FrameCache) -> DataFrame:
@@ -156,7 +175,7 @@ def _events(out: DataFrame, cfg: ScanConfig, cache: FrameCache) -> DataFrame:
 
 
 def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, state: WatchState, settings: WatchSettings,
-           batch_id: int, cache: FrameCache) -> tuple[BatchOutcome, list[tuple[str, str]]]:
+           batch_id: int, cache: FrameCache, clock: _Clock) -> tuple[BatchOutcome, list[tuple[str, str]]]:
     cfg = settings.scan
     coord = COORD.fieldNames()
     facts = facts_from_rows(census_frame(events).collect(), _partitions(state, cfg.transaction_topic_regex, batch_id))
@@ -164,10 +183,12 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, state
         if beat["last_ts_ms"] is not None:
             server = beat["server"] or ""
             state.heartbeats[server] = max(state.heartbeats.get(server, 0), int(beat["last_ts_ms"]))
+    clock("census")
     fresh = events.where("is_new")
     # the scan's runner, its findings filtered by scope (see the module)
     checked = run_checks(events, facts, cfg, cache, fresh=fresh, lag_scope=events.where(F.col("is_new") | F.col("tail")))
-    flags = events.select(*coord, "is_new", "candidate")
+    clock("plan checks")
+    flags = F.broadcast(events.select(*coord, "is_new", "candidate"))
     judged = [f.select(*FINDING_COLUMNS) for f in checked.by_scope["record"]]
     judged += [f.select(*FINDING_COLUMNS).join(flags, coord).where("is_new")
                .select(*FINDING_COLUMNS) for f in (*checked.by_scope["key"], *checked.by_scope["table"])]
@@ -181,19 +202,26 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, state
     findings = judged[0]
     for f in judged[1:]:
         findings = findings.unionByName(f)
-    grouped = [r.asDict() for r in findings.groupBy("check", "rule", "severity", "server", "table").count().collect()]
+    # findings' counts, transaction verdicts, the lag table, events by op and record counts: one job
+    got = collect_all(findings, 0, {
+        "transactions": checked.transactions.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status"),
+        "lag": checked.lag,
+        "by_op": fresh.where("data_event").groupBy("server", "table", "op").count(),
+        "counts": fresh.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("decode_error").isNotNull().cast("int")).alias("bad")),
+    })
+    clock("checks")
+    grouped = got.counts
     open_txns: list[tuple[str, str]] = []
     finalized: dict[str, dict[str, int]] = {}
-    for r in checked.transactions.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status").collect():
+    for r in got.parts["transactions"]:
         if r["status"] == "open":
             open_txns.append((r["server"], r["txn_key"]))
         else:
             per = finalized.setdefault(r["server"] or "", {})
             per[r["status"]] = per.get(r["status"], 0) + 1
-    lag = [lag_row_ms(r.asDict()) for r in checked.lag.collect()]
-    by_op = [r.asDict() for r in fresh.where("data_event")
-             .groupBy("server", "table", "op").count().collect()]
-    counts = fresh.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("decode_error").isNotNull().cast("int")).alias("bad")).first()
+    lag = [lag_row_ms(r) for r in got.parts["lag"]]
+    by_op = got.parts["by_op"]
+    counts = got.parts["counts"][0]
     totals = state.totals
     add(totals.setdefault("records", {}), ("",), int(counts["n"] or 0))
     for r in by_op:

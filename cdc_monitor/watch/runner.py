@@ -9,6 +9,7 @@ failed batch is planned again from the same offsets) after a back-off.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -42,8 +43,6 @@ class WatchOptions:
 
 def driver_rss() -> float:
     """Resident memory of this (the driver's Python) process, in bytes."""
-    import os
-
     try:
         return float(int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE"))
     except (OSError, ValueError, IndexError):
@@ -112,24 +111,27 @@ class Watcher:
             self.log(f"cdc-monitor watch: batch {batch_id} was already applied; skipped")
             return
         self.state = state
+        if os.environ.get("CDC_MONITOR_WATCH_CRASH_AFTER_SAVE") == "1":  # fault injection (tests): the
+            os.kill(os.getpid(), signal.SIGKILL)  # batch is saved here, Spark has not committed it yet
         self.last, self.last_finished, self.idle = outcome, time.time(), False
         self._read_store_size()
         found = sum(int(r["count"]) for r in outcome.findings)
         self.log(f"cdc-monitor watch: batch {batch_id}: {outcome.records} records, {found} findings, "
-                 f"{len(state.open_txns)} open transaction(s), {outcome.seconds:.1f}s")
+                 f"{len(state.open_txns)} open transaction(s), {outcome.seconds:.1f}s ("
+                 + ", ".join(f"{k} {v:.1f}s" for k, v in outcome.stages.items()) + ")")
         self.server.update(self.snapshot())
 
     def _read_store_size(self) -> None:
-        """The state store's size as of the previous batch (Spark reports a batch's progress after
-        its sink returns)."""
+        """The state store's size as of the last batch Spark reported progress for."""
         progress = self.query.lastProgress if self.query is not None else None
         ops = (progress or {}).get("stateOperators") or []
         if ops:
             self.store_size = {"rows": float(sum(o.get("numRowsTotal", 0) for o in ops)),
-                               "bytes": float(sum(o.get("memoryUsedBytes", 0) for o in ops))}
+                               "bytes": float(sum(o.get("memoryUsedBytes", 0) for o in ops)),
+                               "disk_bytes": float(sum((o.get("customMetrics") or {}).get("rocksdbSstFileSize", 0)
+                                                       for o in ops))}
 
     def _start_query(self):
-        from cdc_monitor.decoding import DecodeOptions
         from cdc_monitor.sources.kafka.datasource import FORMAT
         from cdc_monitor.sources.kafka.source import register
         from cdc_monitor.watch.carry import STREAM_CONF, carry_stream
@@ -138,9 +140,7 @@ class Watcher:
         for name, value in STREAM_CONF.items():
             self.spark.conf.set(name, value)
         stream = self.spark.readStream.format(FORMAT).options(**self.opts.source_options).load()
-        cfg = self.opts.settings.scan
-        carried = carry_stream(stream, self.opts.settings.carry(),
-                               DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix))
+        carried = carry_stream(stream, self.opts.settings.carry(), self.opts.settings.scan)
         return (carried.writeStream.foreachBatch(self.on_batch)
                 .option("checkpointLocation", str(self.opts.checkpoint / "spark"))
                 .trigger(processingTime=f"{self.opts.interval_s} seconds").start())
@@ -171,7 +171,9 @@ class Watcher:
         return 0
 
     def _refresh_idle(self) -> None:
-        """No data: the monitor is alive and the window is empty; open transactions age."""
+        """No data: the monitor is alive and the window is empty; open transactions age. The state
+        store's size arrives with the query's progress, after the batch."""
+        self._read_store_size()
         quiet_for = time.time() - (self.last_finished or 0)
         if self.query is not None and quiet_for > max(2 * self.opts.interval_s, 5) and not self.query.status.get("isTriggerActive"):
             self.idle, self.last_finished = True, time.time()

@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cdc_monitor.decoding import DecodeOptions
 from cdc_monitor.sources.base import KAFKA_COLUMNS, KAFKA_SCHEMA
 from cdc_monitor.watch.carry import STREAM_CONF, carry_stream
 from cdc_monitor.watch.engine import BatchOutcome, WatchSettings, process_batch
@@ -45,8 +44,7 @@ def run_stream(spark: SparkSession, source: Path, checkpoint: Path, settings: Wa
         outcomes.append(outcome)
 
     stream = spark.readStream.schema(KAFKA_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source))
-    cfg = settings.scan
-    carried = carry_stream(stream, settings.carry(), DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix))
+    carried = carry_stream(stream, settings.carry(), settings.scan)
     query = (carried.writeStream.foreachBatch(on_batch).option("checkpointLocation", str(checkpoint / "spark"))
              .trigger(availableNow=True).start())
     query.awaitTermination()
