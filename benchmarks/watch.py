@@ -46,9 +46,9 @@ def wait(port: int, name: str, target: float, timeout: float = 900) -> float:
 
 
 def state_mb(ckpt: Path) -> float:
-    root = ckpt / "cdc-state"
-    current = root / (root / "CURRENT").read_text().strip()
-    return round(sum(p.stat().st_size for p in current.rglob("*") if p.is_file()) / 1e6, 2)
+    """The checkpoint's state folder (Spark's state store snapshots and change logs, all versions kept)."""
+    root = ckpt / "spark" / "state"
+    return round(sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) / 1e6, 2) if root.exists() else 0.0
 
 
 def rss_mb(pid: int) -> float:
@@ -61,6 +61,7 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=10_000, help="data events per round")
     ap.add_argument("--latency-probes", type=int, default=3)
     ap.add_argument("--interval", default="1s")
+    ap.add_argument("--max-per-batch", type=int, help="--max-offsets-per-trigger of the watch (catch-up in batches of N)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cdc-watch-bench-"))
     broker = Tansu(work / "tansu.log")
@@ -74,7 +75,8 @@ def main() -> None:
     log = (work / "watch.log").open("wb")
     proc = subprocess.Popen([sys.executable, "-m", "cdc_monitor", "watch", "--bootstrap-servers", broker.bootstrap,
                              "--starting-offsets", "earliest", "--checkpoint", str(ckpt), "--listen", f"127.0.0.1:{port}",
-                             "--interval", args.interval], stdout=log, stderr=subprocess.STDOUT)
+                             "--interval", args.interval, *(["--max-offsets-per-trigger", str(args.max_per_batch)]
+                                                            if args.max_per_batch else [])], stdout=log, stderr=subprocess.STDOUT)
     results: dict = {"rounds": [], "latency_s": []}
     try:
         done = wait(port, "cdc_records_total", 10)
@@ -87,6 +89,9 @@ def main() -> None:
             took = done - started
             results["rounds"].append({"records": len(records), "seconds": round(took, 1),
                                       "records_per_s": round(len(records) / took), "state_mb": state_mb(ckpt),
+                                      "state_rows": scrape(port).get("cdc_monitor_state_rows", 0),
+                                      "driver_python_rss_mb": round(
+                                          scrape(port).get("cdc_monitor_state_driver_rss_bytes", 0) / 2**20, 1),
                                       "rss_mb": rss_mb(proc.pid)})
             print(json.dumps(results["rounds"][-1]), file=sys.stderr)
         for _ in range(args.latency_probes):

@@ -301,7 +301,9 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
     from cdc_monitor.sources.kafka.options import KafkaOptions
     from cdc_monitor.sources.kafka.planner import select_topics
     from cdc_monitor.watch.engine import WatchSettings
+    from cdc_monitor.watch.state import StateStore
 
+    StateStore.check(Path(checkpoint))  # a checkpoint of an earlier format: exit 2 before Spark starts
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
     cfg = apply_format_flags({"schema_registry_url": schema_registry_url, "avro_json": None}, cfg)
     host, sep, port = listen.rpartition(":")

@@ -56,12 +56,16 @@ def add(totals: dict[str, int], key: tuple[Any, ...], n: int) -> None:
 
 class StateStore:
     def __init__(self, root: str | Path) -> None:
+        self.check(Path(root))
         self.root = Path(root) / "cdc-state"
-        if (self.root / "CURRENT").exists():
-            raise InputError(f"the checkpoint {root} was written by an earlier cdc-monitor watch (state beside the "
-                             "checkpoint, not in Spark's state store): start with a new --checkpoint folder")
         self.root.mkdir(parents=True, exist_ok=True)
         self.path = self.root / "state.json"
+
+    @staticmethod
+    def check(root: Path) -> None:
+        if (root / "cdc-state" / "CURRENT").exists():
+            raise InputError(f"the checkpoint {root} was written by an earlier cdc-monitor watch (state beside the "
+                             "checkpoint, not in Spark's state store): start with a new --checkpoint folder")
 
     def load(self) -> WatchState:
         if not self.path.exists():

@@ -1,0 +1,114 @@
+"""watch's stateful carry operator, its group functions on hand-made rows (no Spark): what each
+group keeps for the next micro-batch and what it emits as context."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from cdc_monitor.cli.main import cli
+from cdc_monitor.watch.carry import (
+    CANDIDATE,
+    CARRIED,
+    FINAL,
+    NEW,
+    ROW,
+    S_META,
+    TAIL,
+    CarrySettings,
+    _key_history,
+    _server,
+    _tail,
+)
+
+CFG = CarrySettings(key_history=2, await_ms=60_000, final_memory=3)
+
+
+def rec(topic: str, partition: int, offset: int, **meta) -> dict:
+    return {"topic": topic, "partition": partition, "offset": offset, "key": b'{"id":1}', "value": b"\xff{v}",
+            "record_us": offset * 1000, "timestampType": 0, "headers_json": None, **meta}
+
+
+def frame(rows: list[dict], columns: tuple[str, ...] = ROW) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=list(columns))
+
+
+def roles(out: list[pd.DataFrame]) -> dict[str, list[int]]:
+    got: dict[str, list[int]] = {}
+    for f in out:
+        for role, offset in zip(f["role"], f["offset"], strict=True):
+            got.setdefault(role, []).append(int(offset))
+    return got
+
+
+def test_key_history_keeps_the_last_records_per_partition_and_emits_them_as_context():
+    out, held = _key_history([], frame([rec("t", 0, 1), rec("t", 0, 2), rec("t", 0, 3), rec("t", 1, 9)]), 2)
+    assert roles(out) == {NEW: [1, 2, 3, 9]}
+    assert [(r[1], r[2]) for r in held] == [(0, 2), (0, 3), (1, 9)]
+    assert held[0][4] == "\xff{v}"  # raw bytes kept losslessly as latin-1 text
+    out, held = _key_history(held, frame([rec("t", 0, 4)]), 2)
+    assert roles(out) == {CARRIED: [2, 3, 9], NEW: [4]}
+    assert out[0]["value"][0] == b"\xff{v}"
+    assert [(r[1], r[2]) for r in held] == [(0, 3), (0, 4), (1, 9)]
+
+
+def marker(offset: int, status: str, txn: str, ts: int) -> dict:
+    return rec("s.transaction", 0, offset, skind="marker", status=status, txn=txn, record_ts_ms=ts)
+
+
+def data(offset: int, txn: str, ts: int) -> dict:
+    return rec("s.t", 0, offset, skind="data", status=None, txn=txn, record_ts_ms=ts)
+
+
+def test_server_keeps_open_transactions_and_orphan_candidates_and_remembers_final_ones():
+    batch = frame([marker(0, "BEGIN", "1", 100), marker(1, "END", "1", 110), marker(2, "BEGIN", "2", 120),
+                   data(10, "1", 105), data(11, "2", 121), data(12, "9", 500)], ROW + S_META)
+    out, st = _server({}, batch, CFG, now=1000.0)
+    assert out == []  # nothing held yet; new records are emitted by their key's group
+    # txn 1 is complete (final), txn 2 is open (its BEGIN and event kept), txn 9 is on no marker and
+    # later than the transaction topic: an orphan candidate
+    assert st["open"] == ["2"] and st["final"] == ["1"] and st["horizon"] == 120
+    assert sorted(r[2] for r in st["rows"]) == [2, 11, 12]
+    # next batch: BEGIN of txn 3 makes txn 2 final (missing_end); markers pass 500 so the candidate is judged
+    batch = frame([marker(3, "BEGIN", "3", 600), data(13, "1", 130)], ROW + S_META)
+    out, st = _server(st, batch, CFG, now=1001.0)
+    assert roles(out) == {CARRIED: [2, 11], CANDIDATE: [12], FINAL: [13]}  # a late event of finished txn 1
+    assert st["open"] == ["3"] and st["final"] == ["1", "2"]
+    assert sorted(r[2] for r in st["rows"]) == [3]
+
+
+def test_server_holds_no_candidates_without_a_transaction_topic_and_drops_them_after_the_wait():
+    _, st = _server({}, frame([data(1, "9", 100)], ROW + S_META), CFG, now=0.0)
+    assert st["rows"] == []  # no marker ever seen: no orphans to judge later
+    _, st = _server({}, frame([marker(0, "BEGIN", "1", 50), data(1, "9", 100)], ROW + S_META), CFG, now=0.0)
+    assert [r[2] for r in st["rows"] if r[8] == "data"] == [1]
+    _, st = _server(st, None, CFG, now=61.0)  # past await_ms
+    assert [r[2] for r in st["rows"] if r[8] == "data"] == []
+
+
+def test_final_memory_is_bounded():
+    st: dict = {}
+    for i in range(5):
+        batch = frame([marker(2 * i, "BEGIN", str(i), i), marker(2 * i + 1, "END", str(i), i)], ROW + S_META)
+        _, st = _server(st, batch, CFG, now=0.0)
+    assert st["final"] == ["2", "3", "4"]
+
+
+def test_tail_keeps_the_newest_change_event_per_table():
+    order = ("record_ts_ms",)
+    out, held = _tail(None, frame([{**rec("t", 0, 1), "record_ts_ms": 50}, {**rec("t", 1, 7), "record_ts_ms": 40}],
+                                  ROW + order))
+    assert out == [] and held[2] == 1
+    out, held = _tail(held, frame([{**rec("t", 1, 8), "record_ts_ms": 45}], ROW + order))
+    assert roles(out) == {TAIL: [1]} and held[2] == 1  # an older event does not replace it
+
+
+@pytest.mark.parametrize("old", [True, False])
+def test_a_checkpoint_of_the_earlier_format_is_refused_before_spark(tmp_path, old):
+    if old:
+        (tmp_path / "cdc-state").mkdir()
+        (tmp_path / "cdc-state" / "CURRENT").write_text("batch-3")
+    result = CliRunner().invoke(cli, ["watch", "--bootstrap-servers", "127.0.0.1:1", "--checkpoint", str(tmp_path)])
+    assert result.exit_code == 2
+    assert ("start with a new --checkpoint" in result.output) == old
