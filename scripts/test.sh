@@ -65,7 +65,7 @@ fi
 # Tests that share the Spark standalone cluster run on one worker (their xdist_group), so only
 # one cluster starts. CDC_MONITOR_TEST_WORKERS=0 runs everything in this process.
 set +e
-.venv/bin/python -m pytest -n "${CDC_MONITOR_TEST_WORKERS:-2}" --dist loadgroup "$@"
+.venv/bin/python -m pytest -n "${CDC_MONITOR_TEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then
