@@ -188,20 +188,22 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, state
     # the scan's runner, its findings filtered by scope (see the module)
     checked = run_checks(events, facts, cfg, cache, fresh=fresh, lag_scope=events.where(F.col("is_new") | F.col("tail")))
     clock("plan checks")
-    flags = F.broadcast(events.select(*coord, "is_new", "candidate"))
-    judged = [f.select(*FINDING_COLUMNS) for f in checked.by_scope["record"]]
-    judged += [f.select(*FINDING_COLUMNS).join(flags, coord).where("is_new")
-               .select(*FINDING_COLUMNS) for f in (*checked.by_scope["key"], *checked.by_scope["table"])]
+    flags = events.select(*coord, "is_new", "candidate")
+
+    def union(frames: list[DataFrame]) -> DataFrame:
+        out = frames[0].select(*FINDING_COLUMNS)
+        for f in frames[1:]:
+            out = out.unionByName(f.select(*FINDING_COLUMNS))
+        return out
+
+    # one join per filter, over the union of the findings it filters (not one per check's frame)
+    located = union([*checked.by_scope["key"], *checked.by_scope["table"]]).join(flags, coord).where("is_new")
     final_ids = checked.transactions.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
-    for f in checked.by_scope["transaction"]:
-        f = f.select(*FINDING_COLUMNS).withColumn("txn_key", txn_key(F.col("txn_id")))
-        judged.append(f.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi")
-                      .select(*FINDING_COLUMNS))
-        judged.append(f.where(F.col("rule") == "orphan_event").join(known_final, coord, "left_anti")
-                      .join(flags, coord).where(F.col("is_new") | F.col("candidate")).select(*FINDING_COLUMNS))
-    findings = judged[0]
-    for f in judged[1:]:
-        findings = findings.unionByName(f)
+    txn = union(checked.by_scope["transaction"]).withColumn("txn_key", txn_key(F.col("txn_id")))
+    verdicts = txn.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi")
+    orphans = (txn.where(F.col("rule") == "orphan_event").join(known_final, coord, "left_anti").join(flags, coord)
+               .where(F.col("is_new") | F.col("candidate")))
+    findings = union([*checked.by_scope["record"], located, verdicts, orphans])
     # findings' counts, transaction verdicts, the lag table, events by op and record counts: one job
     got = collect_all(findings, 0, {
         "transactions": checked.transactions.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status"),
