@@ -76,6 +76,7 @@ class Watcher:
         self.stopping = threading.Event()
         self.query = None
         self.store_size: dict[str, float] = {}
+        self.applied = 0  # batches this process applied
         self.server = MetricsServer(opts.host, opts.port, self.snapshot())
         self.log(f"cdc-monitor watch: serving http://{opts.host}:{self.server.port}/metrics; checkpoint {opts.checkpoint}; "
                  f"resuming after batch {self.state.batch_id}" if self.state.batch_id >= 0 else
@@ -111,8 +112,9 @@ class Watcher:
             self.log(f"cdc-monitor watch: batch {batch_id} was already applied; skipped")
             return
         self.state = state
-        if os.environ.get("CDC_MONITOR_WATCH_CRASH_AFTER_SAVE") == "1":  # fault injection (tests): the
-            os.kill(os.getpid(), signal.SIGKILL)  # batch is saved here, Spark has not committed it yet
+        self.applied += 1
+        if os.environ.get("CDC_MONITOR_WATCH_CRASH_AFTER_SAVE") == str(self.applied):  # fault injection (tests):
+            os.kill(os.getpid(), signal.SIGKILL)  # the batch is saved here, Spark has not committed it yet
         self.last, self.last_finished, self.idle = outcome, time.time(), False
         self._read_store_size()
         found = sum(int(r["count"]) for r in outcome.findings)
