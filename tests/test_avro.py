@@ -99,7 +99,8 @@ def test_avro_from_kafka_and_avro_json_equal_their_json_twin(avro_world, json_tw
     assert {lab["rule"] for lab in labels} >= set(AVRO_WIRE_RULES)
     assert report["inputs"]["schema_registry"] == avro_world["registry"].url
     # the report's schema versions are the registry's ids, per topic
-    versions = {s["topic"]: s for s in report["schemas"] if s["topic"].startswith(f"{PREFIX}1_postgresql.public.")}
+    pg = f"{PREFIX}{FLAVOURS.index('postgresql')}_postgresql.public."
+    versions = {s["topic"]: s for s in report["schemas"] if s["topic"].startswith(pg)}
     assert versions and all(s["value_schemas"] == 1 and s["registry_ids"]["value"] for s in versions.values())
     registered = avro_world["registry"].registry.subjects
     for topic, s in versions.items():
@@ -132,7 +133,7 @@ def test_avro_from_kafka_and_avro_json_equal_their_json_twin(avro_world, json_tw
     assert avro_json.transactions == json_twin.transactions
     # without --avro-json the same text is read as plain JSON: its union wrappers hide the rows and ts_ms
     tail = tmp_path / "tail.jsonl"  # streaming changes: their ts_ms is a union ({"long": ...})
-    lines = (avro_world["root"] / "avro-json" / "mysql.jsonl").read_text().splitlines(True)[-60:]
+    lines = (avro_world["root"] / "avro-json" / f"{FLAVOURS[-1]}.jsonl").read_text().splitlines(True)[-60:]
     tail.write_text("".join(lines))
     assert sum('"op": "u"' in line for line in lines) > 10
     assert sum(r["count"] for r in scan([tail]).lag) == 0 < sum(r["count"] for r in avro_json.lag)
