@@ -6,11 +6,14 @@ over ``--keys`` keys; per key, emit the held history plus the new records and ke
 Modes: ``apply`` (``applyInPandasWithState``, what watch uses), ``tws`` (``transformWithState``,
 rows) and ``twsp`` (``transformWithStateInPandas``). Each mode runs in its own process.
 Usage: python -m benchmarks.state_operators [--keys 5000] [--per-batch 20000] [--batches 5] [--mode all]
+(``CDC_MONITOR_TWS_TIME_MODE=ProcessingTime`` runs the transformWithState modes with timers/TTL enabled.)
 
-Measured 2026-11-23 (2 cores, pyspark 4.3.0, 5,000 keys, 20,000 records per batch): ``apply`` 33.1 s
-for 5 batches (8.8 s cold, then 4.9-5.6 s per batch of 20k new + 15k carried rows: ~4k new records/s);
-``tws`` failed at planning inside ``foreachBatch`` ([INTERNAL_ERROR] ... ``SparkPlan.session()`` is
-null); ``twsp`` failed with py4j errors ("Error while sending a command") and did not finish.
+Measured 2026-11-23 (2 cores, pyspark 4.3.0): 5,000 keys, 5 batches of 20,000: ``apply`` 33.1 s (cold 8.8 s, then
+4.9-5.6 s per batch, ~4k new records/s). 2,000 keys, 2 batches of 5,000: ``apply`` 10.8 s (second batch 2.64 s),
+``tws`` 13.4 s (2.13 s), ``twsp`` 17.3 s (4.53 s), all with time mode "None". With time mode "ProcessingTime" (what
+TTL and timers need) ``tws`` failed at planning inside ``foreachBatch`` ([INTERNAL_ERROR] ... ``SparkPlan.session()``
+is null) once and did not finish in 300 s on a second try; watch uses ``applyInPandasWithState``, whose
+processing-time timeouts work here.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ def _stream(spark, mode: str, src: str):
 
     grouped = df.groupBy("k")
     run = grouped.transformWithStateInPandas if mode == "twsp" else grouped.transformWithState
-    return run(Rows(), OUT, "Append", "None")
+    return run(Rows(), OUT, "Append", os.environ.get("CDC_MONITOR_TWS_TIME_MODE", "None"))
 
 
 def one(mode: str, keys: int, per_batch: int, batches: int, work: Path) -> dict:
