@@ -130,8 +130,7 @@ def _server(st: dict[str, Any], pdf: pd.DataFrame | None, cfg: CarrySettings, no
             if picked:
                 out.append(_frame(picked, role))
     new = [[*_pack(r[:len(ROW)]), *r[len(ROW):], now] for r in _rows(pdf, ROW + S_META)] if pdf is not None else []
-    seen = {(r[0], r[1], r[2]) for r in held}
-    rows = [*held, *(r for r in new if (r[0], r[1], r[2]) not in seen)]
+    rows = [*held, *new]
     m = len(ROW)
     markers = [r for r in rows if r[m] == "marker"]
     last_begin: dict[tuple[Any, Any], int] = {}  # per transaction-topic partition, its newest BEGIN

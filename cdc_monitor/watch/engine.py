@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.checks.findings import FINDING_COLUMNS
@@ -56,8 +55,7 @@ if TYPE_CHECKING:
 
 FINAL = ("complete", "missing_end", "missing_begin", "unverifiable")
 FLAGS = ("is_new", "tail", "candidate")
-COORD = T.StructType([T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
-                      T.StructField("offset", T.LongType())])
+COORD = list(ROW[:3])  # topic, partition, offset
 
 
 @dataclass
@@ -137,7 +135,7 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
         if starts:  # nothing new: nothing to judge
             events = cache.materialize(_events(out, cfg, cache))
             clock("decode")
-            known_final = out.where(F.col("role") == FINAL_ROLE).select(*COORD.fieldNames())
+            known_final = out.where(F.col("role") == FINAL_ROLE).select(*COORD)
             outcome, open_txns = _check(spark, events, known_final, state, settings, batch_id, cache, clock)
             state.open_txns = {_key(s, t): state.open_txns.get(_key(s, t), now) for s, t in open_txns}
         state.batch_id = batch_id
@@ -165,8 +163,8 @@ def _events(out: DataFrame, cfg: ScanConfig, cache: FrameCache) -> DataFrame:
     """New records and their context (a record several groups carry, once), decoded, with flags."""
     new = out.where(F.col("role") == NEW).withColumns(
         {"is_new": F.lit(True), "tail": F.lit(False), "candidate": F.lit(False)})
-    context = out.where(F.col("role").isin(*CONTEXT_ROLES)).groupBy(*COORD.fieldNames()).agg(
-        *[F.first(c).alias(c) for c in ROW if c not in COORD.fieldNames()],
+    context = out.where(F.col("role").isin(*CONTEXT_ROLES)).groupBy(*COORD).agg(
+        *[F.first(c).alias(c) for c in ROW if c not in COORD],
         F.lit(False).alias("is_new"), F.max(F.col("role") == TAIL).alias("tail"),
         F.max(F.col("role") == CANDIDATE).alias("candidate"))
     records = kafka_rows(new.drop("role").unionByName(context))
@@ -177,7 +175,7 @@ def _events(out: DataFrame, cfg: ScanConfig, cache: FrameCache) -> DataFrame:
 def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, state: WatchState, settings: WatchSettings,
            batch_id: int, cache: FrameCache, clock: _Clock) -> tuple[BatchOutcome, list[tuple[str, str]]]:
     cfg = settings.scan
-    coord = COORD.fieldNames()
+    coord = COORD
     facts = facts_from_rows(census_frame(events).collect(), _partitions(state, cfg.transaction_topic_regex, batch_id))
     for beat in heartbeats(facts.rows):  # the newest per server, kept across batches for the gauge
         if beat["last_ts_ms"] is not None:
