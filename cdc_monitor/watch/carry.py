@@ -14,6 +14,10 @@ it) groups each record by the context it belongs to. Its group key (``ctx``) nam
   when the next transaction begins) with their data events, orphan candidates (a transaction on
   no marker yet: kept until the server's transaction topic has passed their record time, or
   ``await_ms`` of wall time) and the ids of the last ``final_memory`` finalized transactions.
+  A transaction whose END counts more events than have been seen is held (not final, emitted as
+  ``pending``) while the partitions of a short collection read in the batch all stopped before the
+  END's record time (a per-trigger cap reads the small transaction topic ahead of the data topics), at
+  most ``await_ms`` of wall time.
 - ``L`` server, table: a copy of every change event with a lag: keeps the newest, so a lag spike
   crossing a batch boundary is judged once.
 
@@ -46,7 +50,8 @@ ROW = ("topic", "partition", "offset", "key", "value", "record_us", "timestampTy
 OUTPUT = ("topic string, partition int, offset bigint, key binary, value binary, record_us bigint, "
           "timestampType int, headers_json string, role string")
 STATE = "s string"
-NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED = "new", "carried", "candidate", "tail", "final", "evicted"
+NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING = (
+    "new", "carried", "candidate", "tail", "final", "evicted", "pending")
 CONTEXT_ROLES = (CARRIED, CANDIDATE, TAIL)
 STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # The session settings the query needs: the RocksDB provider (state off the JVM heap, on local
@@ -111,58 +116,107 @@ def _key_history(held: list[list[Any]], pdf: pd.DataFrame | None, keep: int) -> 
     return out, [r for rows in kept.values() for r in rows[-keep:]]
 
 
-S_META = ("skind", "status", "txn", "record_ts_ms")
+S_META = ("skind", "status", "txn", "record_ts_ms", "tbl", "counts")
+M = len(ROW)  # held S rows: ROW + S_META + [wall time first seen]
+SKIND, STATUS, TXN, TS, TBL, COUNTS = range(M, M + len(S_META))
+
+
+def _transactions(markers: list[list[Any]]) -> tuple[set[str], dict[str, list[Any]]]:
+    """Open transactions (a BEGIN, no END, no later BEGIN in its partition: the checks' "open"
+    status) and the END row of every transaction with one."""
+    last_begin: dict[tuple[Any, Any], int] = {}  # per transaction-topic partition, its newest BEGIN
+    txns: dict[tuple[Any, Any, str], list[Any]] = {}  # (topic, partition, txn) -> [first BEGIN offset, END seen]
+    ends: dict[str, list[Any]] = {}
+    for r in markers:
+        t = txns.setdefault((r[0], r[1], r[TXN]), [None, False])
+        if r[STATUS] == "BEGIN":
+            t[0] = r[2] if t[0] is None else min(t[0], r[2])
+            last_begin[(r[0], r[1])] = max(last_begin.get((r[0], r[1]), r[2]), r[2])
+        else:
+            t[1] = True
+            ends.setdefault(r[TXN], r)
+    open_ids = {k[2] for k, (b, e) in txns.items() if b is not None and not e and last_begin[k[:2]] == b}
+    return open_ids, ends
+
+
+def _short(end: list[Any], data: list[list[Any]], progress: dict[str, list[Any]], now: float, await_s: float) -> bool:
+    """Whether an ended transaction may still be missing events that are on their way: its END
+    counts more than have been seen and every partition of a short collection read in this batch
+    stopped before the END's record time (a per-trigger cap prorates every partition's backlog, so
+    they all lag; one quiet partition does not hold it up). A collection this batch read nothing
+    of has nothing more to give. For at most ``await_s``."""
+    import orjson
+
+    if now - end[-1] >= await_s or not end[COUNTS]:
+        return False
+    counts = orjson.loads(end[COUNTS])
+    seen = {(r[0], r[1], r[2]): r[TBL] for r in data}
+    by_coll: dict[str, int] = {}
+    for tbl in seen.values():
+        by_coll[tbl] = by_coll.get(tbl, 0) + 1
+    short = {c["data_collection"] for c in counts.get("c") or []
+             if c.get("event_count") is not None and by_coll.get(c["data_collection"], 0) < c["event_count"]}
+    if not short and (counts.get("n") is None or len(seen) >= counts["n"]):
+        return False
+    end_ts = end[TS] or 0
+    # (an END whose total is short and that names no collection: any data partition may bring them)
+    behind = [ts < end_ts for tbl, ts in progress.values() if not short or tbl in short]
+    return bool(behind) and all(behind)
 
 
 def _server(st: dict[str, Any], pdf: pd.DataFrame | None, cfg: CarrySettings, now: float
             ) -> tuple[list[pd.DataFrame], dict[str, Any]]:
-    """Open transactions, orphan candidates and finalized ids of one server (see the module)."""
-    held: list[list[Any]] = st.get("rows", [])  # ROW + S_META + [first seen, wall time]
+    """Open and pending transactions, orphan candidates and finalized ids of one server (see the module)."""
+    held: list[list[Any]] = st.get("rows", [])
     final = st.get("final", [])
     final_set = set(final)
     out = []
     if held:
         rows = [_unpack(r) for r in held]
         was_open = set(st.get("open", []))
-        roles = [CANDIDATE if r[len(ROW)] == "data" and r[len(ROW) + 2] not in was_open else CARRIED for r in held]
+        roles = [CANDIDATE if r[SKIND] == "data" and r[TXN] not in was_open else CARRIED for r in held]
         for role in (CARRIED, CANDIDATE):
             picked = [row for row, r in zip(rows, roles, strict=True) if r == role]
             if picked:
                 out.append(_frame(picked, role))
-    new = [[*_pack(r[:len(ROW)]), *r[len(ROW):], now] for r in _rows(pdf, ROW + S_META)] if pdf is not None else []
+    new = [[*_pack(r[:M]), *r[M:], now] for r in _rows(pdf, ROW + S_META)] if pdf is not None else []
+    progress: dict[str, list[Any]] = {}  # data partition read in this batch -> [collection, newest record time]
+    for r in new:
+        if r[SKIND] == "data" and r[TS] is not None:
+            tp = f"{r[0]}|{r[1]}"
+            if tp not in progress or progress[tp][1] < r[TS]:
+                progress[tp] = [r[TBL], r[TS]]
     rows = [*held, *new]
-    m = len(ROW)
-    markers = [r for r in rows if r[m] == "marker"]
-    last_begin: dict[tuple[Any, Any], int] = {}  # per transaction-topic partition, its newest BEGIN
-    txns: dict[tuple[Any, Any, str], list[Any]] = {}  # (topic, partition, txn) -> [first BEGIN offset, END seen]
-    for r in markers:
-        t = txns.setdefault((r[0], r[1], r[m + 2]), [None, False])
-        if r[m + 1] == "BEGIN":
-            t[0] = r[2] if t[0] is None else min(t[0], r[2])
-            last_begin[(r[0], r[1])] = max(last_begin.get((r[0], r[1]), r[2]), r[2])
-        else:
-            t[1] = True
-    # open: a BEGIN, no END, no later BEGIN in its partition (the checks' "open" status)
-    open_ids = {k[2] for k, (b, e) in txns.items() if b is not None and not e and last_begin[k[:2]] == b}
-    on_marker = {k[2] for k in txns}
-    finalized = [t for t in dict.fromkeys(k[2] for k in txns) if t not in open_ids and t not in final_set]
-    horizon = max([st.get("horizon", -1), *(r[m + 3] for r in markers if r[m + 3] is not None)])  # newest marker time
+    markers = [r for r in rows if r[SKIND] == "marker"]
+    open_ids, ends = _transactions(markers)
+    data_of: dict[str, list[list[Any]]] = {}
+    for r in rows:
+        if r[SKIND] == "data":
+            data_of.setdefault(r[TXN], []).append(r)
+    pending = {t for t, end in ends.items() if t not in open_ids
+               and _short(end, data_of.get(t, []), progress, now, cfg.await_ms / 1000)}
+    held_ids = open_ids | pending
+    on_marker = {r[TXN] for r in markers}
+    finalized = [t for t in dict.fromkeys(r[TXN] for r in markers) if t not in held_ids and t not in final_set]
+    horizon = max([st.get("horizon", -1), *(r[TS] for r in markers if r[TS] is not None)])  # newest marker time
     keep, known_final = [], []
     for r in rows:
-        txn = r[m + 2]
-        if r[m] == "marker" or txn in on_marker:
-            if txn in open_ids:
+        txn = r[TXN]
+        if r[SKIND] == "marker" or txn in on_marker:
+            if txn in held_ids:
                 keep.append(r)
         elif txn in final_set:
             known_final.append(_unpack(r))
-        elif horizon >= 0 and (r[m + 3] or 0) > horizon and now - r[m + 4] < cfg.await_ms / 1000:
+        elif horizon >= 0 and (r[TS] or 0) > horizon and now - r[-1] < cfg.await_ms / 1000:
             # an orphan candidate while the transaction topic has not reached its time (a server
             # whose transaction topic was never seen has no orphans: nothing to hold)
             keep.append(r)
     if known_final:
         out.append(_frame(known_final, FINAL))
+    if pending:  # their END rows: not final in this batch, whatever the checks make of them
+        out.append(_frame([_unpack(ends[t]) for t in sorted(pending)], PENDING))
     final = (final + finalized)[-cfg.final_memory:]
-    return out, {"rows": keep, "final": final, "horizon": horizon, "open": sorted(open_ids)}
+    return out, {"rows": keep, "final": final, "horizon": horizon, "open": sorted(held_ids)}
 
 
 def _tail(held: list[Any] | None, pdf: pd.DataFrame | None) -> tuple[list[pd.DataFrame], list[Any] | None]:
@@ -185,7 +239,7 @@ def carry_function(cfg: CarrySettings):
         ctx = key[0]
         kind = ctx[0]
         st = orjson.loads(state.get[0]) if state.exists else None
-        if state.hasTimedOut:  # an idle key: its history goes, its partition no longer has every key's start
+        if state.hasTimedOut and kind == "K":  # an idle key: its history goes, its partition no longer has every key's start
             held = st or []
             state.remove()
             if held:
@@ -206,6 +260,8 @@ def carry_function(cfg: CarrySettings):
         elif kind == "S":
             out, new_st = _server(st or {}, pdf, cfg, time.time())
             state.update((orjson.dumps(new_st).decode(),))
+            if new_st["rows"]:  # held transactions and candidates are judged again after await_ms
+                state.setTimeoutDuration(cfg.await_ms)
         else:
             out, held = _tail(st, pdf)
             state.update((orjson.dumps(held).decode(),))
@@ -259,6 +315,9 @@ def carry_stream(stream: DataFrame, cfg: CarrySettings, scan: ScanConfig) -> Dat
         F.when(marker, F.lit("marker")).when(in_txn, F.lit("data")).alias("skind"),
         F.when(marker, F.col("status")).alias("status"),
         F.coalesce(F.when(marker, F.col("marker_key")), F.col("txn_key")).alias("txn"),
+        F.when(in_txn, F.col("table")).alias("tbl"),
+        F.when(marker & (F.col("status") == "END"), F.to_json(F.struct(
+            F.col("marker_event_count").alias("n"), F.col("marker_collections").alias("c")))).alias("counts"),
     ).select(F.col("c.ctx").alias("ctx"), "*", F.col("c.order_ts").alias("record_ts_ms")).drop("c")
     return grouped.groupBy("ctx").applyInPandasWithState(
         carry_function(cfg), OUTPUT, STATE, "append", GroupStateTimeout.ProcessingTimeTimeout)

@@ -8,7 +8,8 @@ table. This engine runs the same checks as ``scan`` over them and counts a findi
 - per-key and per-table findings where they land on a new record (a lag spike continuing from
   the carried newest event of its table is not new);
 - transaction rules when the transaction becomes final in this batch (complete, missing_end,
-  missing_begin, unverifiable); orphan events when new or carried as candidates, never for a
+  missing_begin, unverifiable; an ended transaction the operator still holds ``pending``, its
+  events on their way, is judged in a later batch); orphan events when new or carried as candidates, never for a
   transaction finalized in an earlier batch.
 The driver keeps only counters, heartbeats, per-partition facts and the open transactions'
 first-seen times (``watch/state.py``): a few kilobytes whatever the number of keys.
@@ -40,6 +41,7 @@ from cdc_monitor.watch.carry import (
     CONTEXT_ROLES,
     EVICTED,
     NEW,
+    PENDING,
     ROW,
     TAIL,
     CarrySettings,
@@ -136,7 +138,8 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
             events = cache.materialize(_events(out, cfg, cache))
             clock("decode")
             known_final = out.where(F.col("role") == FINAL_ROLE).select(*COORD)
-            outcome, open_txns = _check(spark, events, known_final, state, settings, batch_id, cache, clock)
+            pending = out.where(F.col("role") == PENDING).select("topic", "partition", F.col("offset").alias("end_offset"))
+            outcome, open_txns = _check(spark, events, known_final, pending, state, settings, batch_id, cache, clock)
             state.open_txns = {_key(s, t): state.open_txns.get(_key(s, t), now) for s, t in open_txns}
         state.batch_id = batch_id
         store.save(state)
@@ -172,8 +175,9 @@ def _events(out: DataFrame, cfg: ScanConfig, cache: FrameCache) -> DataFrame:
     return decode_records(avro_as_json(records, cfg, cache).records, opts, keep=FLAGS)
 
 
-def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, state: WatchState, settings: WatchSettings,
-           batch_id: int, cache: FrameCache, clock: _Clock) -> tuple[BatchOutcome, list[tuple[str, str]]]:
+def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pending: DataFrame, state: WatchState,
+           settings: WatchSettings, batch_id: int, cache: FrameCache, clock: _Clock
+           ) -> tuple[BatchOutcome, list[tuple[str, str]]]:
     cfg = settings.scan
     coord = COORD
     facts = facts_from_rows(census_frame(events).collect(), _partitions(state, cfg.transaction_topic_regex, batch_id))
@@ -196,7 +200,9 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, state
 
     # one join per filter, over the union of the findings it filters (not one per check's frame)
     located = union([*checked.by_scope["key"], *checked.by_scope["table"]]).join(flags, coord).where("is_new")
-    final_ids = checked.transactions.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
+    # transactions the carry operator still holds (END seen, events on their way) are judged later
+    judged = checked.transactions.join(pending, ["topic", "partition", "end_offset"], "left_anti")
+    final_ids = judged.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
     txn = union(checked.by_scope["transaction"]).withColumn("txn_key", txn_key(F.col("txn_id")))
     verdicts = txn.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi")
     orphans = (txn.where(F.col("rule") == "orphan_event").join(known_final, coord, "left_anti").join(flags, coord)
@@ -204,7 +210,7 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, state
     findings = union([*checked.by_scope["record"], located, verdicts, orphans])
     # findings' counts, transaction verdicts, the lag table, events by op and record counts: one job
     got = collect_all(findings, 0, {
-        "transactions": checked.transactions.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status"),
+        "transactions": judged.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status"),
         "lag": checked.lag,
         "by_op": fresh.where("data_event").groupBy("server", "table", "op").count(),
         "counts": fresh.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("decode_error").isNotNull().cast("int")).alias("bad")),

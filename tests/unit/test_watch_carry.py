@@ -3,6 +3,8 @@ group keeps for the next micro-batch and what it emits as context."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -13,6 +15,7 @@ from cdc_monitor.watch.carry import (
     CARRIED,
     FINAL,
     NEW,
+    PENDING,
     ROW,
     S_META,
     TAIL,
@@ -53,12 +56,14 @@ def test_key_history_keeps_the_last_records_per_partition_and_emits_them_as_cont
     assert [(r[1], r[2]) for r in held] == [(0, 3), (0, 4), (1, 9)]
 
 
-def marker(offset: int, status: str, txn: str, ts: int) -> dict:
-    return rec("s.transaction", 0, offset, skind="marker", status=status, txn=txn, record_ts_ms=ts)
+def marker(offset: int, status: str, txn: str, ts: int, counts: dict | None = None) -> dict:
+    return rec("s.transaction", 0, offset, skind="marker", status=status, txn=txn, record_ts_ms=ts, tbl=None,
+               counts=None if counts is None else json.dumps(
+                   {"n": sum(counts.values()), "c": [{"data_collection": c, "event_count": n} for c, n in counts.items()]}))
 
 
-def data(offset: int, txn: str, ts: int) -> dict:
-    return rec("s.t", 0, offset, skind="data", status=None, txn=txn, record_ts_ms=ts)
+def data(offset: int, txn: str, ts: int, partition: int = 0) -> dict:
+    return rec("s.t", partition, offset, skind="data", status=None, txn=txn, record_ts_ms=ts, tbl="db.t", counts=None)
 
 
 def test_server_keeps_open_transactions_and_orphan_candidates_and_remembers_final_ones():
@@ -85,6 +90,39 @@ def test_server_holds_no_candidates_without_a_transaction_topic_and_drops_them_a
     assert [r[2] for r in st["rows"] if r[8] == "data"] == [1]
     _, st = _server(st, None, CFG, now=61.0)  # past await_ms
     assert [r[2] for r in st["rows"] if r[8] == "data"] == []
+
+
+def test_an_ended_transaction_is_held_while_its_events_are_on_their_way():
+    """A per-trigger cap reads the transaction topic ahead: END (2 events of db.t) arrives with one
+    of them, its partition's newest record still before the END's time: held (pending), not final."""
+    batch = frame([marker(0, "BEGIN", "1", 100), marker(1, "END", "1", 110, {"db.t": 2}), marker(2, "BEGIN", "2", 120),
+                   data(10, "1", 105)], ROW + S_META)
+    out, st = _server({}, batch, CFG, now=0.0)
+    assert roles(out) == {PENDING: [1]} and st["open"] == ["1", "2"] and st["final"] == []
+    # the second event arrives: complete, final; its markers and events go with it
+    out, st = _server(st, frame([data(11, "1", 108)], ROW + S_META), CFG, now=1.0)
+    assert roles(out) == {CARRIED: [0, 1, 2, 10]} and st["final"] == ["1"] and st["open"] == ["2"]
+    assert sorted(r[2] for r in st["rows"]) == [2]
+    # short but its collection's partition has passed the END's time: nothing more is coming, final now
+    batch = frame([marker(3, "END", "2", 130, {"db.t": 2}), marker(4, "BEGIN", "3", 140), data(12, "2", 125),
+                   data(13, "3", 141)], ROW + S_META)
+    out, st = _server(st, batch, CFG, now=2.0)
+    assert PENDING not in roles(out) and st["final"] == ["1", "2"]
+    # short, its partition read up to before the END's time: held; after await_ms with the same
+    # partition behind, final (a genuinely incomplete transaction)
+    batch = frame([marker(5, "END", "3", 150, {"db.t": 3}), marker(6, "BEGIN", "4", 160), data(14, "4", 145)],
+                  ROW + S_META)
+    out, st = _server(st, batch, CFG, now=3.0)
+    assert roles(out)[PENDING] == [5]
+    out, st = _server(st, frame([data(15, "4", 146)], ROW + S_META), CFG, now=3.0 + 60)
+    assert PENDING not in roles(out) and st["final"][-1] == "3"
+    # a batch that reads nothing of the short collection: nothing more is coming, final
+    batch = frame([marker(7, "END", "4", 170, {"db.t": 5}), marker(8, "BEGIN", "5", 180), data(16, "4", 165)],
+                  ROW + S_META)
+    out, st = _server(st, batch, CFG, now=70.0)
+    assert roles(out)[PENDING] == [7]
+    out, st = _server(st, None, CFG, now=71.0)
+    assert PENDING not in roles(out) and st["final"][-1] == "4"
 
 
 def test_final_memory_is_bounded():
