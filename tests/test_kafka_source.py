@@ -209,12 +209,16 @@ def test_scan_from_kafka_equals_scan_of_the_same_records_from_a_capture(spark, s
 def test_cli_generate_to_kafka_then_scan_a_time_window_on_a_cluster(kafka_broker, spark_cluster, spark, tmp_path):
     """Scanned on the session's Spark standalone cluster, whose executors' Python has no
     cdc-monitor: the Kafka reader runs there, so this works only with the package the driver
-    ships; report and metrics equal local mode's."""
+    ships; report and metrics equal local mode's over a capture of the same records (Kafka and
+    capture scans are equal: test_scan_from_kafka_equals_scan_of_the_same_records_from_a_capture)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     from cdc_monitor.config import ScanConfig
+    from cdc_monitor.generator import generate
+    from cdc_monitor.generator.capture import label_dicts, write_capture
     from cdc_monitor.pipeline import run_scan
     from cdc_monitor.sinks.prometheus import MetricsSnapshot, render
+    from cdc_monitor.sources.capture import read_capture
     from tests.support.spark_cluster import interpreter_starts
 
     expected = set()
@@ -237,8 +241,10 @@ def test_cli_generate_to_kafka_then_scan_a_time_window_on_a_cluster(kafka_broker
     assert expected and expected <= found
     assert report["summary"]["transaction_markers"] > 0  # oracle1.transaction was found by its prefix
 
-    local = run_scan(read_kafka(spark, {"kafka.bootstrap.servers": kafka_broker, "subscribePattern": topics,
-                                        "startingTimestamp": "946684800000"}), ScanConfig())
+    traffic = generate("oracle", events=500, seed=4, faults=True)  # what the CLI produced: the same labels
+    assert {(d["rule"], d["topic"], d["partition"], d["offset"]) for d in label_dicts(traffic)} == expected
+    write_capture(traffic, tmp_path / "oracle.jsonl")
+    local = run_scan(read_capture(spark, [str(tmp_path / "oracle.jsonl")]), ScanConfig())
 
     def data_samples(text: str) -> dict:  # not the run's own (durations, last success time)
         return {(s.name, tuple(sorted(s.labels.items()))): s.value for fam in text_string_to_metric_families(text)
