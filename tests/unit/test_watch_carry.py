@@ -20,6 +20,7 @@ from cdc_monitor.watch.carry import (
     S_META,
     TAIL,
     CarrySettings,
+    _frame,
     _key_history,
     _server,
     _tail,
@@ -37,11 +38,12 @@ def frame(rows: list[dict], columns: tuple[str, ...] = ROW) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(columns))
 
 
-def roles(out: list[pd.DataFrame]) -> dict[str, list[int]]:
+def roles(out: list[tuple]) -> dict[str, list[int]]:
+    """Offsets per role of a group's output rows (ROW + role), as the operator's frame holds them."""
+    frame = _frame(out)
     got: dict[str, list[int]] = {}
-    for f in out:
-        for role, offset in zip(f["role"], f["offset"], strict=True):
-            got.setdefault(role, []).append(int(offset))
+    for role, offset in zip(frame["role"], frame["offset"], strict=True):
+        got.setdefault(role, []).append(int(offset))
     return got
 
 
@@ -52,7 +54,7 @@ def test_key_history_keeps_the_last_records_per_partition_and_emits_them_as_cont
     assert held[0][4] == "\xff{v}"  # raw bytes kept losslessly as latin-1 text
     out, held = _key_history(held, frame([rec("t", 0, 4)]), 2)
     assert roles(out) == {CARRIED: [2, 3, 9], NEW: [4]}
-    assert out[0]["value"][0] == b"\xff{v}"
+    assert _frame(out)["value"][0] == b"\xff{v}"
     assert [(r[1], r[2]) for r in held] == [(0, 3), (0, 4), (1, 9)]
 
 
