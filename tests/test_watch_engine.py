@@ -3,40 +3,34 @@ would deliver it) must yield every labelled fault exactly once, across batch bou
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 from collections import Counter
+from datetime import UTC, datetime
 
 import pytest
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from cdc_monitor.config import ScanConfig
 from cdc_monitor.generator import generate
 from cdc_monitor.generator.capture import label_dicts, write_capture
+from cdc_monitor.generator.wire_faults import AVRO_WIRE_RULES
 from cdc_monitor.sources.capture import read_capture
 from cdc_monitor.watch.engine import WatchSettings, overdue, process_batch
 from cdc_monitor.watch.state import StateStore, WatchState
+from tests.registry_server import RegistryServer
 from tests.support.watch_stream import run_stream, stage
 
 
-def batches_by_time(records, cuts: int, ahead: str | None = None):
-    """Cut at record-time quantiles: per partition an offset range, as a stream planning at an instant.
-    The topic ``ahead`` (if any) is read whole in the first batch, as a per-trigger cap reads a
-    small transaction topic ahead of the data topics: ENDs arrive before their transactions' events."""
-    ts = sorted(r[0] for r in records.select(F.unix_millis("timestamp")).collect())
-    bounds = [ts[len(ts) * i // cuts] for i in range(1, cuts)]
-    edges = [None, *bounds, None]
-    out = []
-    for i, (lo, hi) in enumerate(itertools.pairwise(edges)):
-        frame = records
-        if lo is not None:
-            frame = frame.where(F.unix_millis("timestamp") >= lo)
-        if hi is not None:
-            frame = frame.where(F.unix_millis("timestamp") < hi)
-        if ahead is not None:
-            frame = frame.where(F.col("topic") != ahead)
-            if i == 0:
-                frame = frame.unionByName(records.where(F.col("topic") == ahead))
-        out.append(frame)
-    return out
+def batches_prorated(records, cuts: int, ahead: bool = False):
+    """Cut as a per-trigger cap plans (``--max-offsets-per-trigger``): every partition advances by
+    the same share of its backlog. With ``ahead`` the transaction topics are read whole in the first
+    batch (the extreme of a cap reading them ahead): ENDs arrive before their transactions' events."""
+    share = F.percent_rank().over(Window.partitionBy("topic", "partition").orderBy("offset"))
+    ranked = records.withColumn("_b", F.floor(share * cuts * 0.9999).cast("int"))
+    if ahead:
+        ranked = ranked.withColumn("_b", F.when(F.col("topic").endswith(".transaction"), 0).otherwise(F.col("_b")))
+    return [ranked.where(F.col("_b") == i).drop("_b") for i in range(cuts)]
 
 
 def rule_totals(state: WatchState) -> Counter:
@@ -46,31 +40,62 @@ def rule_totals(state: WatchState) -> Counter:
     return totals
 
 
+def avro_records(spark, traffic, registry_url: str):
+    """Kafka rows of Avro traffic in the Confluent wire format, its schemas registered at ``registry_url``."""
+    from cdc_monitor.generator.produce import _encoder
+    from cdc_monitor.sources.base import KAFKA_SCHEMA
+
+    encode = _encoder(traffic, {"url": registry_url})
+    rows = []
+    for rec in traffic.records:
+        key, value = encode(rec)
+        headers = [(k, v.encode()) for k, v in rec.headers] if rec.headers else None
+        rows.append((key, value, rec.topic, rec.partition or 0, rec.offset,
+                     datetime.fromtimestamp(rec.ts / 1000, UTC), 0, headers))
+    return spark.createDataFrame(rows, KAFKA_SCHEMA)
+
+
 @pytest.mark.parametrize("flavour,cuts", [("mysql", 2)])  # sqlserver in bursts: tests/test_watch.py
 def test_every_fault_is_counted_once_across_batches(spark, tmp_path, flavour, cuts):
-    """The real streaming query (stateful carry operator on RocksDB) over micro-batches cut by record
-    time, the transaction topic read ahead (whole in the first batch): a transaction whose END comes
-    before its events is judged once they are in, not before."""
+    """The real streaming query (stateful carry operator on RocksDB) over micro-batches cut as a
+    per-trigger cap cuts them, the transaction topics read ahead (whole in the first batch: a transaction whose END comes
+    before its events is judged once they are in, not before). Beside the JSON flavour, PostgreSQL
+    traffic in Avro (Confluent wire format, schemas from a loopback registry, wire faults included):
+    decoded in the stream before its keys and transactions are grouped."""
     traffic = generate(flavour, events=600, seed=13, faults=True, heartbeats=True)
+    avro = generate("postgresql", events=200, seed=301, faults=True, fault_repeats=1, value_format="avro",
+                    server="avro_pg")
     write_capture(traffic, tmp_path / "f.jsonl")
-    expected = Counter(d["rule"] for d in label_dicts(traffic))
-    records = read_capture(spark, [str(tmp_path / "f.jsonl")]).records.cache()
-    settings = WatchSettings()
-    batches = batches_by_time(records, cuts, ahead=f"{traffic.flavour.server}.transaction")
-    stage(batches[:1], tmp_path / "in")
-    first, _ = run_stream(spark, tmp_path / "in", tmp_path / "ckpt", settings)
-    stage(batches[1:], tmp_path / "in", first=1)  # a restart from the checkpoint: Spark's state store resumes
-    second, state = run_stream(spark, tmp_path / "in", tmp_path / "ckpt", settings)
-    assert [o.batch_id for o in first + second] == [0, 1]
+    labels = label_dicts(traffic) + label_dicts(avro)
+    assert {d["rule"] for d in labels} >= set(AVRO_WIRE_RULES)
+    expected = Counter(d["rule"] for d in labels)
+    with RegistryServer() as registry:
+        records = read_capture(spark, [str(tmp_path / "f.jsonl")]).records.unionByName(
+            avro_records(spark, avro, registry.url)).cache()
+        settings = WatchSettings(scan=ScanConfig(schema_registry={"url": registry.url}))
+        batches = batches_prorated(records, cuts, ahead=True)
+        # each data partition's last record comes after a restart: until then the transactions whose
+        # events may still be on their way stay held (a quiet partition has not passed their END)
+        newest = F.row_number().over(Window.partitionBy("topic", "partition").orderBy(F.col("offset").desc())) == 1
+        batches[-1] = batches[-1].withColumn("_last", newest & ~F.col("topic").endswith(".transaction")).cache()
+        last = batches[-1].where("_last").drop("_last")
+        batches[-1] = batches[-1].where(~F.col("_last")).drop("_last")
+        stage(batches, tmp_path / "in")
+        first, _ = run_stream(spark, tmp_path / "in", tmp_path / "ckpt", settings)
+        # a restart from the checkpoint (Spark's state store resumes), held transactions now past their wait
+        settings = dataclasses.replace(settings, await_ms=0)
+        stage([last], tmp_path / "in", first=cuts)
+        second, state = run_stream(spark, tmp_path / "in", tmp_path / "ckpt", settings)
+    assert [o.batch_id for o in first + second] == list(range(cuts + 1))
     assert sum(o.records for o in first + second) == records.count()
     assert rule_totals(state) == expected  # heartbeats in the stream change nothing
     beats = [r.value["ts_ms"] for r in traffic.records if r.topic.startswith("__debezium-heartbeat.")]
     assert beats and state.heartbeats == {traffic.flavour.server: max(beats)}  # kept across batches
     # a batch Spark re-runs (it crashed before committing) is not applied twice
     store = StateStore(tmp_path / "ckpt")
-    again, after = process_batch(spark, batches[-1], cuts - 1, store.load(), store, settings)
+    again, after = process_batch(spark, last, cuts, store.load(), store, settings)
     assert again.skipped and after.totals == state.totals
-    # Debezium's newest transaction is open, and overdue once past the grace period
-    assert len(state.open_txns) == 1
-    assert overdue(state, grace_ms=0) == {traffic.flavour.server: 1}
+    # each server's newest transaction is open, and overdue once past the grace period
+    assert len(state.open_txns) == 2
+    assert overdue(state, grace_ms=0) == {traffic.flavour.server: 1, "avro_pg": 1}
     assert overdue(state, grace_ms=3_600_000) == {}

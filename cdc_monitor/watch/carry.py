@@ -15,9 +15,9 @@ it) groups each record by the context it belongs to. Its group key (``ctx``) nam
   no marker yet: kept until the server's transaction topic has passed their record time, or
   ``await_ms`` of wall time) and the ids of the last ``final_memory`` finalized transactions.
   A transaction whose END counts more events than have been seen is held (not final, emitted as
-  ``pending``) while the partitions of a short collection read in the batch all stopped before the
-  END's record time (a per-trigger cap reads the small transaction topic ahead of the data topics), at
-  most ``await_ms`` of wall time.
+  ``pending``) while some partition of a short collection has not shown a record at or after the
+  END's time (a per-trigger cap can read the small transaction topic ahead of the data topics),
+  at most ``await_ms`` of wall time; the newest record time per data partition is kept for this.
 - ``L`` server, table: a copy of every change event with a lag: keeps the newest, so a lag spike
   crossing a batch boundary is judged once.
 
@@ -150,10 +150,9 @@ def _transactions(markers: list[list[Any]]) -> tuple[set[str], dict[str, list[An
 
 def _short(end: list[Any], data: list[list[Any]], progress: dict[str, list[Any]], now: float, await_s: float) -> bool:
     """Whether an ended transaction may still be missing events that are on their way: its END
-    counts more than have been seen and every partition of a short collection read in this batch
-    stopped before the END's record time (a per-trigger cap prorates every partition's backlog, so
-    they all lag; one quiet partition does not hold it up). A collection this batch read nothing
-    of has nothing more to give. For at most ``await_s``."""
+    counts more than have been seen and some partition of a short collection has not yet shown a
+    record at or after the END's time (or the collection has shown none). For at most ``await_s``:
+    a transaction that is really incomplete is reported that much later when its table is quiet."""
     import orjson
 
     if now - end[-1] >= await_s or not end[COUNTS]:
@@ -169,8 +168,9 @@ def _short(end: list[Any], data: list[list[Any]], progress: dict[str, list[Any]]
         return False
     end_ts = end[TS] or 0
     # (an END whose total is short and that names no collection: any data partition may bring them)
-    behind = [ts < end_ts for tbl, ts in progress.values() if not short or tbl in short]
-    return bool(behind) and all(behind)
+    if any(ts < end_ts for tbl, ts in progress.values() if not short or tbl in short):
+        return True
+    return bool(short - {tbl for tbl, _ in progress.values()})
 
 
 def _server(st: dict[str, Any], pdf: pd.DataFrame | None, cfg: CarrySettings, now: float
@@ -182,7 +182,7 @@ def _server(st: dict[str, Any], pdf: pd.DataFrame | None, cfg: CarrySettings, no
     was_open = set(st.get("open", []))
     out: Out = [(*_unpack(r), CANDIDATE if r[SKIND] == "data" and r[TXN] not in was_open else CARRIED) for r in held]
     new = [[*_pack(r[:M]), *r[M:], now] for r in _rows(pdf, ROW + S_META)] if pdf is not None else []
-    progress: dict[str, list[Any]] = {}  # data partition read in this batch -> [collection, newest record time]
+    progress: dict[str, list[Any]] = st.get("progress", {})  # data partition -> [collection, newest record time]
     for r in new:
         if r[SKIND] == "data" and r[TS] is not None:
             tp = f"{r[0]}|{r[1]}"
@@ -217,7 +217,7 @@ def _server(st: dict[str, Any], pdf: pd.DataFrame | None, cfg: CarrySettings, no
     # pending: their END rows (not final in this batch, whatever the checks make of them)
     out += _tagged([_unpack(ends[t]) for t in sorted(pending)], PENDING)
     final = (final + finalized)[-cfg.final_memory:]
-    return out, {"rows": keep, "final": final, "horizon": horizon, "open": sorted(held_ids)}
+    return out, {"rows": keep, "final": final, "horizon": horizon, "open": sorted(held_ids), "progress": progress}
 
 
 def _tail(held: list[Any] | None, pdf: pd.DataFrame | None) -> tuple[Out, list[Any] | None]:
@@ -262,7 +262,7 @@ def carry_function(cfg: CarrySettings):
             out, new_st = _server(st or {}, pdf, cfg, time.time())
             state.update((orjson.dumps(new_st).decode(),))
             if new_st["rows"]:  # held transactions and candidates are judged again after await_ms
-                state.setTimeoutDuration(cfg.await_ms)
+                state.setTimeoutDuration(max(cfg.await_ms, 1))
         else:
             out, held = _tail(st, pdf)
             state.update((orjson.dumps(held).decode(),))

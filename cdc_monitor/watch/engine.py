@@ -185,6 +185,7 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
         if beat["last_ts_ms"] is not None:
             server = beat["server"] or ""
             state.heartbeats[server] = max(state.heartbeats.get(server, 0), int(beat["last_ts_ms"]))
+    _widen_txn_span(facts.txn_span, state.txn_span)
     clock("census")
     fresh = events.where("is_new")
     # the scan's runner, its findings filtered by scope (see the module)
@@ -240,6 +241,19 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
     assert all(r["rule"] in CATALOGUE for r in grouped)
     outcome = BatchOutcome(batch_id, int(counts["n"] or 0), int(counts["bad"] or 0), lag, by_op, finalized, grouped)
     return outcome, open_txns
+
+
+def _widen_txn_span(batch: dict[Any, tuple[int, int]], seen: dict[str, list[int]]) -> None:
+    """An orphan is a data event on no marker inside the span its server's transaction topic
+    covers: in a stream, every marker read so far (a per-trigger cap can read the transaction topic
+    a batch ahead; the batch's own markers would leave its events outside)."""
+    for server, (lo, hi) in list(batch.items()):
+        if server is None or lo is None or hi is None:
+            continue
+        old = seen.get(server)
+        seen[server] = [min(old[0], lo), max(old[1], hi)] if old else [lo, hi]
+    for server, (lo, hi) in seen.items():
+        batch[server] = (lo, hi)
 
 
 def overdue(state: WatchState, grace_ms: int, now: float | None = None) -> dict[str, int]:

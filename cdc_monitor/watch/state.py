@@ -36,6 +36,7 @@ class WatchState:
     totals: dict[str, dict[str, int]] = field(default_factory=lambda: {"events": {}, "transactions": {}, "findings": {}})
     open_txns: dict[str, float] = field(default_factory=dict)  # "server|txn_id" -> wall time first seen open
     heartbeats: dict[str, int] = field(default_factory=dict)  # server -> newest heartbeat ts_ms seen
+    txn_span: dict[str, list[int]] = field(default_factory=dict)  # server -> record times its transaction topic covered
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
