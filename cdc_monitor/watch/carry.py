@@ -176,7 +176,8 @@ def _short(end: list[Any], data: list[list[Any]], progress: dict[str, list[Any]]
 def _server(st: dict[str, Any], pdf: pd.DataFrame | None, cfg: CarrySettings, now: float
             ) -> tuple[Out, dict[str, Any]]:
     """Open and pending transactions, orphan candidates and finalized ids of one server (see the module)."""
-    held: list[list[Any]] = st.get("rows", [])
+    # rows held by an earlier version (no tbl/counts): the same row, those two unknown
+    held: list[list[Any]] = [r if len(r) > COUNTS else [*r[:-1], None, None, r[-1]] for r in st.get("rows", [])]
     final = st.get("final", [])
     final_set = set(final)
     was_open = set(st.get("open", []))
