@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cdc_monitor.engine import jvm_calls
 from cdc_monitor.errors import EnvironmentProblem
 from cdc_monitor.jvm import SMALL_INPUT
 
@@ -163,6 +164,7 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    jvm_calls.install()  # one py4j round trip per column function instead of three
     if start is not None:
         start.register(spark)
     if not local:

@@ -1,0 +1,155 @@
+"""Fewer driver round trips while building plans: PySpark's column functions look their JVM
+function up by reflection on every call.
+
+``F.when(...)``, ``F.col(...)`` and every other column function run
+``getattr(getattr(jvm, "org.apache.spark.sql.functions"), name)`` and then call it: py4j asks the
+JVM what the class is and what the member is (two round trips) before the call itself (a third).
+The checks build the same few hundred functions again for every window and micro-batch, ~15k
+round trips per watch micro-batch, each 0.2-2 ms on a small machine. ``install()`` keeps the
+looked-up members, per gateway, so each later call is one round trip, and the JVM columns of
+column names and scalar literals, which mean the same in every plan, so those cost none (nor a
+release command when Python drops them). Nothing else changes: the same JVM functions build the
+same expressions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_members: dict[tuple[int, str], Any] = {}
+_installed = False
+
+
+def _cached_function(name: str, sc: Any) -> Any:
+    key = (id(sc._gateway), name)
+    member = _members.get(key)
+    if member is None:
+        member = getattr(getattr(sc._jvm, "org.apache.spark.sql.functions"), name)
+        _members[key] = member
+    return member
+
+
+# JVM columns of column names and scalar literals, per gateway: an unresolved column or a literal
+# means the same in every plan, so one JVM object serves them all (no call, and no release later)
+_values: dict[tuple[Any, ...], Any] = {}
+_SCALARS = (str, int, float, bool, type(None))
+MAX_VALUES = 20_000
+
+
+def _value(sc: Any, function: str, value: Any) -> Any:
+    key = (id(sc._gateway), function, type(value), value)
+    jc = _values.get(key)
+    if jc is None:
+        jc = _cached_function(function, sc)(value)
+        if len(_values) < MAX_VALUES:
+            _values[key] = jc
+    return jc
+
+
+def _cached_column_from_name(name: str) -> Any:
+    from pyspark.sql.classic.column import get_active_spark_context
+
+    return _value(get_active_spark_context(), "col", name)
+
+
+def _cached_column_from_literal(literal: Any) -> Any:
+    from pyspark.sql.classic.column import enum_to_value, get_active_spark_context
+
+    value = enum_to_value(literal)
+    sc = get_active_spark_context()
+    if type(value) in _SCALARS:
+        return _value(sc, "lit", value)
+    return _cached_function("lit", sc)(value)
+
+
+def _wrap(original: Any, function: str) -> Any:
+    """``F.col``/``F.lit`` over the value cache for names and scalars; anything else as before."""
+    def wrapper(value: Any) -> Any:
+        from pyspark.sql.classic.column import Column, get_active_spark_context
+        from pyspark.sql.utils import is_remote
+
+        if type(value) in _SCALARS and (function == "lit" or type(value) is str) and not is_remote():
+            return Column(_value(get_active_spark_context(), function, value))
+        return original(value)
+
+    wrapper._cdc_monitor_cached = True  # type: ignore[attr-defined]
+    wrapper.__doc__ = original.__doc__
+    return wrapper
+
+
+def _cached_func_op(name: str, self: Any) -> Any:
+    from pyspark.sql.classic.column import Column, get_active_spark_context
+
+    return Column(_cached_function(name, get_active_spark_context())(self._jc))
+
+
+def _cached_to_seq(sc: Any, cols: Any, converter: Any = None) -> Any:
+    if converter:
+        cols = [converter(c) for c in cols]
+    key = (id(sc._gateway), "PythonUtils.toSeq")
+    member = _members.get(key)
+    if member is None:
+        member = _members[key] = sc._jvm.PythonUtils.toSeq
+    return member(cols)
+
+
+def install() -> None:
+    """Route PySpark's lookups (column functions, column names, literals, unary operators, lists
+    of columns) through the cache (idempotent; a PySpark without these private hooks keeps its own)."""
+    global _installed
+    if _installed:
+        return
+    try:
+        from pyspark.sql.classic import column
+        from pyspark.sql.functions import builtin
+    except ImportError:
+        return
+    if callable(getattr(builtin, "_get_jvm_function", None)):
+        builtin._get_jvm_function = _cached_function
+    import pyspark.sql.functions as functions
+
+    for name in ("col", "lit"):
+        original = getattr(functions, name, None)
+        if callable(original) and not getattr(original, "_cdc_monitor_cached", False):
+            wrapped = _wrap(original, name)
+            setattr(functions, name, wrapped)
+            setattr(builtin, name, wrapped)
+    if not all(hasattr(column, name) for name in ("get_active_spark_context", "enum_to_value", "Column")):
+        _installed = True
+        return
+    for name, cached in (("_create_column_from_name", _cached_column_from_name),
+                         ("_create_column_from_literal", _cached_column_from_literal), ("_func_op", _cached_func_op),
+                         ("_to_seq", _cached_to_seq)):
+        if callable(getattr(column, name, None)):
+            setattr(column, name, cached)
+    try:  # imported by name at its module's top
+        from pyspark.sql.classic import dataframe
+    except ImportError:
+        dataframe = None
+    if dataframe is not None and callable(getattr(dataframe, "_to_seq", None)):
+        dataframe._to_seq = _cached_to_seq
+    _installed = True
+
+
+def round_trips() -> int:
+    """py4j commands this process has sent so far (for budgets and benchmarks)."""
+    return _sent[0]
+
+
+_sent = [0]
+
+
+def count_round_trips() -> None:
+    """Count every py4j command this process sends (``round_trips()``)."""
+    from py4j import clientserver
+
+    original = clientserver.ClientServerConnection.send_command
+    if getattr(original, "_counted", False):
+        return
+
+    def send_command(self: Any, command: str) -> Any:
+        _sent[0] += 1
+        return original(self, command)
+
+    send_command._counted = True  # type: ignore[attr-defined]
+    clientserver.ClientServerConnection.send_command = send_command  # type: ignore[method-assign]
