@@ -20,13 +20,17 @@ _members: dict[tuple[int, str], Any] = {}
 _installed = False
 
 
-def _cached_function(name: str, sc: Any) -> Any:
-    key = (id(sc._gateway), name)
+def _member(sc: Any, owner: str, name: str) -> Any:
+    """The JVM static member ``owner.name``, looked up once per gateway."""
+    key = (id(sc._gateway), f"{owner}.{name}")
     member = _members.get(key)
     if member is None:
-        member = getattr(getattr(sc._jvm, "org.apache.spark.sql.functions"), name)
-        _members[key] = member
+        member = _members[key] = getattr(getattr(sc._jvm, owner), name)
     return member
+
+
+def _cached_function(name: str, sc: Any) -> Any:
+    return _member(sc, "org.apache.spark.sql.functions", name)
 
 
 # JVM columns of column names and scalar literals, per gateway: an unresolved column or a literal
@@ -62,13 +66,13 @@ def _cached_column_from_literal(literal: Any) -> Any:
     return _cached_function("lit", sc)(value)
 
 
-def _wrap(original: Any, function: str) -> Any:
-    """``F.col``/``F.lit`` over the value cache for names and scalars; anything else as before."""
+def _wrap(original: Any, function: str, kinds: tuple[type, ...]) -> Any:
+    """``F.col``/``F.lit`` over the value cache for values of ``kinds``; anything else as before."""
     def wrapper(value: Any) -> Any:
         from pyspark.sql.classic.column import Column, get_active_spark_context
         from pyspark.sql.utils import is_remote
 
-        if type(value) in _SCALARS and (function == "lit" or type(value) is str) and not is_remote():
+        if type(value) in kinds and not is_remote():
             return Column(_value(get_active_spark_context(), function, value))
         return original(value)
 
@@ -86,11 +90,7 @@ def _cached_func_op(name: str, self: Any) -> Any:
 def _cached_to_seq(sc: Any, cols: Any, converter: Any = None) -> Any:
     if converter:
         cols = [converter(c) for c in cols]
-    key = (id(sc._gateway), "PythonUtils.toSeq")
-    member = _members.get(key)
-    if member is None:
-        member = _members[key] = sc._jvm.PythonUtils.toSeq
-    return member(cols)
+    return _member(sc, "PythonUtils", "toSeq")(cols)
 
 
 def install() -> None:
@@ -108,10 +108,10 @@ def install() -> None:
         builtin._get_jvm_function = _cached_function
     import pyspark.sql.functions as functions
 
-    for name in ("col", "lit"):
+    for name, kinds in (("col", (str,)), ("lit", _SCALARS)):
         original = getattr(functions, name, None)
         if callable(original) and not getattr(original, "_cdc_monitor_cached", False):
-            wrapped = _wrap(original, name)
+            wrapped = _wrap(original, name, kinds)
             setattr(functions, name, wrapped)
             setattr(builtin, name, wrapped)
     if not all(hasattr(column, name) for name in ("get_active_spark_context", "enum_to_value", "Column")):

@@ -30,6 +30,7 @@ bytes are kept as latin-1 text (a lossless byte-to-character mapping).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -158,10 +159,8 @@ def _short(end: list[Any], data: list[list[Any]], progress: dict[str, list[Any]]
     if now - end[-1] >= await_s or not end[COUNTS]:
         return False
     counts = orjson.loads(end[COUNTS])
-    seen = {(r[0], r[1], r[2]): r[TBL] for r in data}
-    by_coll: dict[str, int] = {}
-    for tbl in seen.values():
-        by_coll[tbl] = by_coll.get(tbl, 0) + 1
+    seen = {(r[0], r[1], r[2]): r[TBL] for r in data}  # a re-delivered event once
+    by_coll = Counter(seen.values())
     short = {c["data_collection"] for c in counts.get("c") or []
              if c.get("event_count") is not None and by_coll.get(c["data_collection"], 0) < c["event_count"]}
     if not short and (counts.get("n") is None or len(seen) >= counts["n"]):

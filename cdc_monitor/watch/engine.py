@@ -179,7 +179,6 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
            settings: WatchSettings, batch_id: int, cache: FrameCache, clock: _Clock
            ) -> tuple[BatchOutcome, list[tuple[str, str]]]:
     cfg = settings.scan
-    coord = COORD
     facts = facts_from_rows(census_frame(events).collect(), _partitions(state, cfg.transaction_topic_regex, batch_id))
     for beat in heartbeats(facts.rows):  # the newest per server, kept across batches for the gauge
         if beat["last_ts_ms"] is not None:
@@ -191,7 +190,7 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
     # the scan's runner, its findings filtered by scope (see the module)
     checked = run_checks(events, facts, cfg, cache, fresh=fresh, lag_scope=events.where(F.col("is_new") | F.col("tail")))
     clock("plan checks")
-    flags = events.select(*coord, "is_new", "candidate")
+    flags = events.select(*COORD, "is_new", "candidate")
 
     def union(frames: list[DataFrame]) -> DataFrame:
         out = frames[0].select(*FINDING_COLUMNS)
@@ -200,13 +199,13 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
         return out
 
     # one join per filter, over the union of the findings it filters (not one per check's frame)
-    located = union([*checked.by_scope["key"], *checked.by_scope["table"]]).join(flags, coord).where("is_new")
+    located = union([*checked.by_scope["key"], *checked.by_scope["table"]]).join(flags, COORD).where("is_new")
     # transactions the carry operator still holds (END seen, events on their way) are judged later
     judged = checked.transactions.join(pending, ["topic", "partition", "end_offset"], "left_anti")
     final_ids = judged.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
     txn = union(checked.by_scope["transaction"]).withColumn("txn_key", txn_key(F.col("txn_id")))
     verdicts = txn.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi")
-    orphans = (txn.where(F.col("rule") == "orphan_event").join(known_final, coord, "left_anti").join(flags, coord)
+    orphans = (txn.where(F.col("rule") == "orphan_event").join(known_final, COORD, "left_anti").join(flags, COORD)
                .where(F.col("is_new") | F.col("candidate")))
     findings = union([*checked.by_scope["record"], located, verdicts, orphans])
     # findings' counts, transaction verdicts, the lag table, events by op and record counts: one job
