@@ -33,6 +33,7 @@ from cdc_monitor.engine.collect import collect_all
 from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.engine.jobs import JobCounter
 from cdc_monitor.engine.series import findings_series, lag_series, step_ms
+from cdc_monitor.engine.union import narrow_union, union_all
 from cdc_monitor.vocabulary import CHECKS, SEVERITY_RANK
 
 if TYPE_CHECKING:
@@ -193,10 +194,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     lap("window", f" ({len(window['partitions'])} partitions)")
     checked = run_checks(events, facts, cfg, cache, texts=decoded)
     lap("checks_plan_and_aggregates")
-    finding_frames[:0] = checked.findings
-    findings = finding_frames[0]
-    for frame in finding_frames[1:]:
-        findings = findings.unionByName(frame.select(*FINDING_COLUMNS))
+    findings = narrow_union(union_all([*checked.findings, *finding_frames], FINDING_COLUMNS))
     step = step_ms(window["start_ms"], window["end_ms"])
     parts = {"lag": checked.lag, "lag_series": lag_series(events, step),
              "findings_series": findings_series(findings, events, step)}

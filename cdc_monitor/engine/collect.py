@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import FINDING_COLUMNS
 from cdc_monitor.engine.census import nulls_first
+from cdc_monitor.engine.union import union_all
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -37,9 +38,9 @@ def collect_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame]) ->
     groups = ranked.groupBy(*GROUP).agg(
         F.count(F.lit(1)).alias("count"),
         F.collect_list(F.when(F.col("rn") <= limit, F.struct(*FINDING_COLUMNS))).alias("first"))
-    tagged = groups.select(F.lit("findings").alias("part"), F.to_json(F.struct(*groups.columns)).alias("row"))
-    for name, frame in parts.items():
-        tagged = tagged.unionByName(frame.select(F.lit(name).alias("part"), F.to_json(F.struct(*frame.columns)).alias("row")))
+    tagged = union_all([groups.select(F.lit("findings").alias("part"), F.to_json(F.struct(*groups.columns)).alias("row")),
+                        *[frame.select(F.lit(name).alias("part"), F.to_json(F.struct(*frame.columns)).alias("row"))
+                          for name, frame in parts.items()]])
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in parts}
     counts: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []

@@ -36,6 +36,7 @@ from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import heartbeats
 from cdc_monitor.engine.collect import collect_all
 from cdc_monitor.engine.facts import census_frame, facts_from_rows
+from cdc_monitor.engine.union import narrow_union, union_all
 from cdc_monitor.watch.carry import (
     CANDIDATE,
     CONTEXT_ROLES,
@@ -193,10 +194,7 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
     flags = events.select(*COORD, "is_new", "candidate")
 
     def union(frames: list[DataFrame]) -> DataFrame:
-        out = frames[0].select(*FINDING_COLUMNS)
-        for f in frames[1:]:
-            out = out.unionByName(f.select(*FINDING_COLUMNS))
-        return out
+        return union_all(frames, FINDING_COLUMNS)
 
     # one join per filter, over the union of the findings it filters (not one per check's frame)
     located = union([*checked.by_scope["key"], *checked.by_scope["table"]]).join(flags, COORD).where("is_new")
@@ -207,7 +205,7 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
     verdicts = txn.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi")
     orphans = (txn.where(F.col("rule") == "orphan_event").join(known_final, COORD, "left_anti").join(flags, COORD)
                .where(F.col("is_new") | F.col("candidate")))
-    findings = union([*checked.by_scope["record"], located, verdicts, orphans])
+    findings = narrow_union(union([*checked.by_scope["record"], located, verdicts, orphans]))
     # findings' counts, transaction verdicts, the lag table, events by op and record counts: one job
     got = collect_all(findings, 0, {
         "transactions": judged.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status"),
