@@ -32,7 +32,7 @@ from cdc_monitor.engine.census import events_by_table, heartbeats, nulls_first, 
 from cdc_monitor.engine.collect import collect_all
 from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.engine.jobs import JobCounter
-from cdc_monitor.engine.series import findings_series, lag_series, step_ms
+from cdc_monitor.engine.series import FindingsSeries, lag_series, step_ms
 from cdc_monitor.engine.union import narrow_union, union_all
 from cdc_monitor.vocabulary import CHECKS, SEVERITY_RANK
 
@@ -196,15 +196,14 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     lap("checks_plan_and_aggregates")
     findings = narrow_union(union_all([*checked.findings, *finding_frames], FINDING_COLUMNS))
     step = step_ms(window["start_ms"], window["end_ms"])
-    parts = {"lag": checked.lag, "lag_series": lag_series(events, step),
-             "findings_series": findings_series(findings, events, step)}
+    parts = {"lag": checked.lag, "lag_series": lag_series(events, step)}
     if checked.transactions is not None:
         parts["transactions"] = summary_frame(checked.transactions)
     if any(r["op"] == "r" for r in facts.rows):
         parts["snapshots"] = snapshot_progress(events)
     if any(r["kind"] == "schema_change" for r in facts.rows):
         parts["ddl"] = ddl_counts(events)
-    collected = collect_all(findings, cfg.max_findings, parts)
+    collected = collect_all(findings, cfg.max_findings, parts, FindingsSeries(events, step))
     counts: dict[str, dict[str, int]] = {}
     for c in collected.counts:
         per = counts.setdefault(c["severity"], {})

@@ -5,6 +5,7 @@ the page's text with its meaning, keys shown as their payload."""
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 import shutil
@@ -78,6 +79,12 @@ def test_the_page_is_drawn_from_the_json_report_numbers(scan, tmp_path):
     bars = configs["findings-over-time"]["data"]["datasets"]
     located = sum(r["count"] for r in result.series["findings"])
     assert sum(sum(ds["data"]) for ds in bars) == located > 0
+    # the series itself: every finding that names a record, per rule, severity and interval of that
+    # record's time (counted here from the findings list and the generated records)
+    step, times = result.series["step_ms"], {(r.topic, r.partition, r.offset): r.ts for r in traffic.records}
+    expected = collections.Counter((f["rule"], f["severity"], times[(f["topic"], f["partition"], f["offset"])] // step * step)
+                                   for f in result.findings if f["offset"] is not None)
+    assert {(r["rule"], r["severity"], r["t_ms"]): r["count"] for r in result.series["findings"]} == dict(expected)
     statuses = configs["transactions-by-status"]["data"]["datasets"][0]["data"]
     assert sum(statuses) == sum(result.transactions[s] for s in configs["transactions-by-status"]["data"]["labels"])
     json.dumps(configs)  # plain data: what the page embeds

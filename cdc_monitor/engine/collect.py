@@ -14,12 +14,12 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import FINDING_COLUMNS
 from cdc_monitor.engine.census import nulls_first
+from cdc_monitor.engine.series import GROUP, SERIES_COLUMNS, SERIES_PART, SET, FindingsSeries
 from cdc_monitor.engine.union import union_all
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
-GROUP = ["check", "rule", "severity", "server", "table"]
 ORDER = ["check", "rule", "topic", "partition", "offset", "txn_id"]
 
 
@@ -30,18 +30,29 @@ class Collected:
     parts: dict[str, list[dict[str, Any]]]  # part name -> its rows (all columns, nulls included)
 
 
-def collect_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame]) -> Collected:
+def collect_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame],
+                series: FindingsSeries | None = None) -> Collected:
     """One Spark job. Findings are ranked per GROUP (a window, bounded per group) so no group
-    sends more than ``limit`` findings; the driver merges the groups in report order."""
+    sends more than ``limit`` findings; the driver merges the groups in report order. With
+    ``series``, the findings per interval of their record's time come from the same pass (part
+    ``findings_series``): the union of the checks' findings is computed once, not once per use."""
     ranked = findings.select(*FINDING_COLUMNS).withColumn("rn", F.row_number().over(
         Window.partitionBy(*GROUP).orderBy(*ORDER[2:])))
-    groups = ranked.groupBy(*GROUP).agg(
+    keys: list[Column] = [F.col(c) for c in GROUP]
+    part = F.lit("findings")
+    if series is not None:
+        ranked, keys, part = series.expand(ranked)
+    groups = ranked.groupBy(*keys).agg(
         F.count(F.lit(1)).alias("count"),
         F.collect_list(F.when(F.col("rn") <= limit, F.struct(*FINDING_COLUMNS))).alias("first"))
-    tagged = union_all([groups.select(F.lit("findings").alias("part"), F.to_json(F.struct(*groups.columns)).alias("row")),
+    values = [c for c in groups.columns if c != SET]
+    tagged = union_all([groups.select(part.alias("part"), F.to_json(F.struct(*values)).alias("row")),
                         *[frame.select(F.lit(name).alias("part"), F.to_json(F.struct(*frame.columns)).alias("row"))
                           for name, frame in parts.items()]])
-    out: dict[str, list[dict[str, Any]]] = {name: [] for name in parts}
+    columns = {name: frame.columns for name, frame in parts.items()}
+    if series is not None:
+        columns[SERIES_PART] = list(SERIES_COLUMNS)
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in columns}
     counts: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     for r in tagged.collect():
@@ -50,7 +61,7 @@ def collect_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame]) ->
             counts.append({k: d.get(k) for k in [*GROUP, "count"]})
             rows += [{k: f.get(k) for k in FINDING_COLUMNS} for f in d.get("first") or []]
         else:
-            out[r["part"]].append({k: d.get(k) for k in parts[r["part"]].columns})
+            out[r["part"]].append({k: d.get(k) for k in columns[r["part"]]})
     counts.sort(key=lambda c: nulls_first(*(c[k] for k in GROUP)))
     rows.sort(key=lambda f: nulls_first(*(f[k] for k in ORDER)))
     return Collected(findings=rows[:limit], counts=counts, parts=out)

@@ -7,6 +7,7 @@ The interval (``step_ms``) is the smallest of ``STEPS_MS`` that cuts the window 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
 POINTS = 60
 STEPS_MS = (1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 600_000, 1_800_000, 3_600_000, 21_600_000, 86_400_000)
 LOCATION = ["topic", "partition", "offset"]
+GROUP = ["check", "rule", "severity", "server", "table"]  # findings are counted per these
+SERIES_PART, SERIES_COLUMNS = "findings_series", ("rule", "severity", "t_ms", "count")
+SET, _TS = "_grouping", "_record_ts_ms"
 
 
 def step_ms(start_ms: int | None, end_ms: int | None) -> int:
@@ -27,8 +31,12 @@ def step_ms(start_ms: int | None, end_ms: int | None) -> int:
     return next((s for s in STEPS_MS if span <= s * POINTS), STEPS_MS[-1])
 
 
+def _bucket(ts: Column, step: int) -> Column:
+    return (F.floor(ts / step) * step).cast("bigint")
+
+
 def _interval(ts: Column, step: int) -> Column:
-    return (F.floor(ts / step) * step).cast("bigint").alias("t_ms")
+    return _bucket(ts, step).alias("t_ms")
 
 
 def lag_series(events: DataFrame, step: int) -> DataFrame:
@@ -38,9 +46,25 @@ def lag_series(events: DataFrame, step: int) -> DataFrame:
         F.count(F.lit(1)).alias("count"), F.max("lag_ms").alias("max_ms"))
 
 
-def findings_series(findings: DataFrame, events: DataFrame, step: int) -> DataFrame:
+@dataclass(frozen=True)
+class FindingsSeries:
     """Per (rule, severity, interval of the record time of the finding's record): findings.
-    Findings that name no record (per table or per capture line) are not in it."""
-    located = findings.where(F.col("offset").isNotNull()).select(*LOCATION, "rule", "severity")
-    timed = located.join(events.select(*LOCATION, "record_ts_ms"), LOCATION)
-    return timed.groupBy("rule", "severity", _interval(F.col("record_ts_ms"), step)).agg(F.count(F.lit(1)).alias("count"))
+    Findings that name no record (per table or per capture line) are not in it. Computed in the
+    one collect's findings aggregate (engine/collect.py): each finding row is expanded into the
+    two groupings (counts per GROUP; this series), so the checks' findings are evaluated once."""
+
+    events: DataFrame
+    step: int
+
+    def expand(self, ranked: DataFrame) -> tuple[DataFrame, list[Column], Column]:
+        """``ranked`` findings (with ``rn``), each once per grouping (the series only where its
+        record's time is known); the grouping keys; the part each group reports to."""
+        times = self.events.select(*LOCATION, F.col("record_ts_ms").alias(_TS))
+        counts = F.col(SET) == 0
+        both = (ranked.join(times, LOCATION, "left")
+                .withColumn(SET, F.explode(F.array(F.lit(0), F.lit(1))))
+                .where(counts | F.col(_TS).isNotNull())
+                .withColumn("rn", F.when(counts, F.col("rn"))))  # the series lists no findings
+        keys = [F.col(SET), *[F.col(c) if c in ("rule", "severity") else F.when(counts, F.col(c)).alias(c) for c in GROUP],
+                F.when(~counts, _bucket(F.col(_TS), self.step)).alias("t_ms")]
+        return both, keys, F.when(counts, F.lit("findings")).otherwise(F.lit(SERIES_PART))
