@@ -196,16 +196,20 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
     def union(frames: list[DataFrame]) -> DataFrame:
         return union_all(frames, FINDING_COLUMNS)
 
-    # one join per filter, over the union of the findings it filters (not one per check's frame)
-    located = union([*checked.by_scope["key"], *checked.by_scope["table"]]).join(flags, COORD).where("is_new")
     # transactions the carry operator still holds (END seen, events on their way) are judged later
     judged = checked.transactions.join(pending, ["topic", "partition", "end_offset"], "left_anti")
     final_ids = judged.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
     txn = union(checked.by_scope["transaction"]).withColumn("txn_key", txn_key(F.col("txn_id")))
     verdicts = txn.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi")
-    orphans = (txn.where(F.col("rule") == "orphan_event").join(known_final, COORD, "left_anti").join(flags, COORD)
-               .where(F.col("is_new") | F.col("candidate")))
-    findings = narrow_union(union([*checked.by_scope["record"], located, verdicts, orphans]))
+    orphans = txn.where(F.col("rule") == "orphan_event").join(known_final, COORD, "left_anti")
+    # one join with the records' flags serves both filters, over the union of what they filter:
+    # per-key and per-table findings where they land on a new record, orphan events new or carried
+    # as candidates
+    tagged = union_all([*[f.select(*FINDING_COLUMNS, F.lit(False).alias("orphan"))
+                          for f in [*checked.by_scope["key"], *checked.by_scope["table"]]],
+                        orphans.select(*FINDING_COLUMNS, F.lit(True).alias("orphan"))])
+    located = tagged.join(flags, COORD).where(F.col("is_new") | (F.col("orphan") & F.col("candidate")))
+    findings = narrow_union(union([*checked.by_scope["record"], located, verdicts]))
     # findings' counts, transaction verdicts, the lag table, events by op and record counts: one job
     got = collect_all(findings, 0, {
         "transactions": judged.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status"),
