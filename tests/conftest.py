@@ -41,6 +41,19 @@ def pytest_collection_modifyitems(items):
     items.sort(key=rank)
 
 
+def pytest_collection_finish(session):
+    """xdist's loadgroup sends a group to one worker by suffixing its tests' node ids; pytest 9.2
+    made node ids read-only, so the suffix silently vanished and every costly fixture (the Spark
+    cluster, the Avro world, the accuracy captures) was built on both workers. Fail instead."""
+    config = session.config
+    if not hasattr(config, "workerinput") or not config.getvalue("loadgroup"):
+        return
+    lost = [i.nodeid for i in session.items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
+    if lost:
+        raise pytest.UsageError(f"pytest-xdist's --dist loadgroup did not group {lost[0]} (and {len(lost) - 1} more): "
+                                "this pytest and pytest-xdist do not work together; pyproject.toml pins a pytest that does")
+
+
 @pytest.fixture(scope="session")
 def spark():
     from cdc_monitor.spark import get_spark
