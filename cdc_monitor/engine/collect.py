@@ -14,12 +14,13 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import FINDING_COLUMNS
 from cdc_monitor.engine.census import nulls_first
-from cdc_monitor.engine.series import GROUP, SERIES_COLUMNS, SERIES_PART, SET, FindingsSeries
+from cdc_monitor.engine.series import SERIES_COLUMNS, SERIES_PART, SET, FindingsSeries
 from cdc_monitor.engine.union import union_all
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
+GROUP = ["check", "rule", "severity", "server", "table"]
 ORDER = ["check", "rule", "topic", "partition", "offset", "txn_id"]
 
 
@@ -41,7 +42,7 @@ def collect_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame],
     keys: list[Column] = [F.col(c) for c in GROUP]
     part = F.lit("findings")
     if series is not None:
-        ranked, keys, part = series.expand(ranked)
+        ranked, keys, part = series.expand(ranked, GROUP)
     groups = ranked.groupBy(*keys).agg(
         F.count(F.lit(1)).alias("count"),
         F.collect_list(F.when(F.col("rn") <= limit, F.struct(*FINDING_COLUMNS))).alias("first"))

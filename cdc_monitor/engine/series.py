@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 POINTS = 60
 STEPS_MS = (1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 600_000, 1_800_000, 3_600_000, 21_600_000, 86_400_000)
 LOCATION = ["topic", "partition", "offset"]
-GROUP = ["check", "rule", "severity", "server", "table"]  # findings are counted per these
 SERIES_PART, SERIES_COLUMNS = "findings_series", ("rule", "severity", "t_ms", "count")
 SET, _TS = "_grouping", "_record_ts_ms"
 
@@ -51,20 +50,21 @@ class FindingsSeries:
     """Per (rule, severity, interval of the record time of the finding's record): findings.
     Findings that name no record (per table or per capture line) are not in it. Computed in the
     one collect's findings aggregate (engine/collect.py): each finding row is expanded into the
-    two groupings (counts per GROUP; this series), so the checks' findings are evaluated once."""
+    two groupings (the counts' ``group``; this series), so the checks' findings are evaluated once."""
 
     events: DataFrame
     step: int
 
-    def expand(self, ranked: DataFrame) -> tuple[DataFrame, list[Column], Column]:
+    def expand(self, ranked: DataFrame, group: list[str]) -> tuple[DataFrame, list[Column], Column]:
         """``ranked`` findings (with ``rn``), each once per grouping (the series only where its
-        record's time is known); the grouping keys; the part each group reports to."""
+        record's time is known); the grouping keys (the findings' counts per ``group``, then the
+        series'); the part each group reports to."""
         times = self.events.select(*LOCATION, F.col("record_ts_ms").alias(_TS))
         counts = F.col(SET) == 0
         both = (ranked.join(times, LOCATION, "left")
                 .withColumn(SET, F.explode(F.array(F.lit(0), F.lit(1))))
                 .where(counts | F.col(_TS).isNotNull())
                 .withColumn("rn", F.when(counts, F.col("rn"))))  # the series lists no findings
-        keys = [F.col(SET), *[F.col(c) if c in ("rule", "severity") else F.when(counts, F.col(c)).alias(c) for c in GROUP],
+        keys = [F.col(SET), *[F.col(c) if c in ("rule", "severity") else F.when(counts, F.col(c)).alias(c) for c in group],
                 F.when(~counts, _bucket(F.col(_TS), self.step)).alias("t_ms")]
         return both, keys, F.when(counts, F.lit("findings")).otherwise(F.lit(SERIES_PART))

@@ -193,13 +193,10 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
     clock("plan checks")
     flags = events.select(*COORD, "is_new", "candidate")
 
-    def union(frames: list[DataFrame]) -> DataFrame:
-        return union_all(frames, FINDING_COLUMNS)
-
     # transactions the carry operator still holds (END seen, events on their way) are judged later
     judged = checked.transactions.join(pending, ["topic", "partition", "end_offset"], "left_anti")
     final_ids = judged.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
-    txn = union(checked.by_scope["transaction"]).withColumn("txn_key", txn_key(F.col("txn_id")))
+    txn = union_all(checked.by_scope["transaction"], FINDING_COLUMNS).withColumn("txn_key", txn_key(F.col("txn_id")))
     verdicts = txn.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi")
     orphans = txn.where(F.col("rule") == "orphan_event").join(known_final, COORD, "left_anti")
     # one join with the records' flags serves both filters, over the union of what they filter:
@@ -209,7 +206,7 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
                           for f in [*checked.by_scope["key"], *checked.by_scope["table"]]],
                         orphans.select(*FINDING_COLUMNS, F.lit(True).alias("orphan"))])
     located = tagged.join(flags, COORD).where(F.col("is_new") | (F.col("orphan") & F.col("candidate")))
-    findings = narrow_union(union([*checked.by_scope["record"], located, verdicts]))
+    findings = narrow_union(union_all([*checked.by_scope["record"], located, verdicts], FINDING_COLUMNS))
     # findings' counts, transaction verdicts, the lag table, events by op and record counts: one job
     got = collect_all(findings, 0, {
         "transactions": judged.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status"),
