@@ -5,6 +5,7 @@ Parquet file and read back by Spark's file stream source, one file per trigger."
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,10 +30,10 @@ def stage(frames: list[DataFrame], folder: Path, first: int = 0) -> None:
         os.utime(target, (1_000_000 + i, 1_000_000 + i))
 
 
-def run_stream(spark: SparkSession, source: Path, checkpoint: Path, settings: WatchSettings
-               ) -> tuple[list[BatchOutcome], WatchState]:
+def run_stream(spark: SparkSession, source: Path, checkpoint: Path, settings: WatchSettings,
+               observe: Callable[[BatchOutcome], None] | None = None) -> tuple[list[BatchOutcome], WatchState]:
     """Run the query until every staged file is processed (availableNow); returns the outcomes of
-    this run and the driver state as saved."""
+    this run and the driver state as saved. ``observe`` sees each outcome as its batch ends."""
     for name, value in STREAM_CONF.items():
         spark.conf.set(name, value)
     store = StateStore(checkpoint)
@@ -42,6 +43,8 @@ def run_stream(spark: SparkSession, source: Path, checkpoint: Path, settings: Wa
     def on_batch(frame: DataFrame, batch_id: int) -> None:
         outcome, holder["state"] = process_batch(spark, frame, batch_id, holder["state"], store, settings)
         outcomes.append(outcome)
+        if observe is not None:
+            observe(outcome)
 
     stream = spark.readStream.schema(KAFKA_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source))
     carried = carry_stream(stream, settings.carry(), settings.scan)
