@@ -39,13 +39,13 @@ ALL_RULES = (
 
 
 def applicable_rules(flavour: str, schemas: bool, tombstones: bool, partitions: int,
-                     value_format: str = "json") -> list[str]:
+                     value_format: str = "json", transaction_metadata: bool = True) -> list[str]:
     rules = list(ALL_RULES)
     if value_format != "json":
         rules = [r for r in rules if r not in AVRO_INEXPRESSIBLE]
     if value_format == "avro":
         rules += AVRO_WIRE_RULES
-    if flavour == "dtle":  # dtle writes no transaction metadata
+    if flavour == "dtle" or not transaction_metadata:  # (dtle writes none)
         rules = [r for r in rules if r not in TX_RULES]
     if not schemas:
         rules = [r for r in rules if r not in SCHEMA_ON_RULES]
@@ -62,7 +62,8 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
     def __init__(self, gen: Generator, repeats: int, only: frozenset[str] | None = None):
         """``only``: inject just these rules (those that apply to the flavour and settings)."""
         self.g = gen
-        self.queue = [r for r in applicable_rules(gen.f.name, gen.schemas, gen.tombstones, gen.partitions, gen.value_format)
+        self.queue = [r for r in applicable_rules(gen.f.name, gen.schemas, gen.tombstones, gen.partitions, gen.value_format,
+                                                     gen.tx_metadata)
                       if only is None or r in only for _ in range(repeats)]
         gen.rng.shuffle(self.queue)
         self.reserved: set[tuple[str, int]] = set()

@@ -50,7 +50,7 @@ class Generator:
                  partitions: int = 3, tombstones: bool = True, faults: bool = False, fault_repeats: int = 3,
                  decimal_format: str = "base64", connector: str | None = None, flatten: bool = False,
                  fault_rules: frozenset[str] | None = None, heartbeats: bool = False, value_format: str = "json",
-                 server: str | None = None):
+                 server: str | None = None, transaction_metadata: bool = True):
         """``decimal_format``: how Decimal columns are written (the JsonConverter's ``base64`` default,
         or ``numeric``: JSON numbers). ``connector``: a ``source.connector`` name to write instead of
         the flavour's (an unknown connector writes no transaction metadata). ``flatten``: values as
@@ -58,7 +58,8 @@ class Generator:
         ``fault_rules``: with ``faults``, inject only these rules. ``heartbeats``: Debezium heartbeat
         records on ``__debezium-heartbeat.<server>`` every HEARTBEAT_EVERY transactions. ``value_format``:
         json, avro (wire format, for Kafka) or avro-json (captures). ``server``: the topic prefix
-        instead of the flavour's."""
+        instead of the flavour's. ``transaction_metadata=False``: no BEGIN/END markers and no
+        ``transaction`` blocks, as Debezium writes without ``provide.transaction.metadata`` (its default)."""
         from cdc_monitor.generator.faults import FaultPlan
         from cdc_monitor.generator.wire_faults import VALUE_FORMATS
 
@@ -93,7 +94,7 @@ class Generator:
         self.decimal_format = decimal_format
         self.connector = connector
         self.flatten = flatten
-        self.tx_metadata = self.f.name != "dtle" and connector is None
+        self.tx_metadata = transaction_metadata and self.f.name != "dtle" and connector is None
         self.plan = FaultPlan(self, fault_repeats, fault_rules) if faults else None
         self.heartbeats = heartbeats
 
