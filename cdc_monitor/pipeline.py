@@ -1,10 +1,11 @@
-"""Wire a source, decoding, the checks and the result snapshot together, in five Spark jobs
+"""Wire a source, decoding, the checks and the result snapshot together, in at most five Spark jobs
 whatever the input (six when a capture has unreadable lines; ``timings.spark_jobs`` counts them):
 
 1-2. the decoded events, checkpointed with their raw texts (read by the embedded-schema check
      only) and without (read by every other check: a few hundred bytes a row, not kilobytes);
 3.   the window's census (engine/facts.py): summary, partitions, per-server facts, one aggregate;
-4.   the distinct embedded-schema shapes, judged on the driver;
+4.   the distinct embedded-schema shapes, judged on the driver (only when keys or values carry
+     schemas: checks whose input the census shows absent are not planned at all);
 5.   everything else in one collect (engine/collect.py): every check's findings (complete
      counts, the first ``max_findings``), the lag table and the transaction summary.
 Facts known on the driver reach the checks as literals, never as joins or broadcasts.
@@ -213,8 +214,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     summary["findings_by_check"] = findings_by_check(counts)
     summary["findings_by_severity"] = {s: sum(v.values()) for s, v in counts.items()}
     by_rule = {rule: n for per in counts.values() for rule, n in per.items()}
-    transactions = (transaction_summary(collected.parts["transactions"], by_rule)
-                    if checked.transactions is not None else {})
+    transactions = transaction_summary(collected.parts.get("transactions", []), by_rule)
     lag = sorted((lag_row_ms(r) for r in collected.parts["lag"]), key=lambda r: nulls_first(r["server"], r["topic"], r["table"]))
     result = ScanResult(
         window=window,

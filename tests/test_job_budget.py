@@ -1,11 +1,12 @@
 """Structural cost of a scan: the number of Spark jobs it runs, counted by the status tracker
 and reported in the JSON report's ``timings_seconds.spark_jobs``. Not a timing: the count is
 the same on any machine. The budget is 12 whatever the input (a scan runs 5 today: two
-checkpoints, the window census, the schema shapes, one collect of everything else; one more
-when a capture has unreadable lines)."""
+checkpoints, the window census, the schema shapes (only when keys or values carry schemas), one
+collect of everything else; one more when a capture has unreadable lines)."""
 
 from __future__ import annotations
 
+from cdc_monitor.checks import registry
 from cdc_monitor.generator import generate
 from cdc_monitor.generator.capture import write_capture
 
@@ -22,3 +23,34 @@ def test_a_scan_runs_at_most_12_spark_jobs(tmp_path, scan):
     assert results[1].summary["unreadable_lines"] == 1 and results[1].findings
     jobs = [r.timings["spark_jobs"] for r in results]
     assert all(0 < n <= BUDGET for n in jobs), jobs
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("a check was planned whose input the window lacks")
+
+
+def _report(result) -> dict:
+    from cdc_monitor.pipeline import RUN_FIELDS
+
+    return {k: v for k, v in result.to_json_dict().items() if k not in RUN_FIELDS}
+
+
+def test_checks_whose_input_the_window_lacks_are_not_run_and_change_nothing(tmp_path, scan, monkeypatch):
+    """No transaction metadata (Debezium's default) and JSON values without schemas: the window's
+    census says there is no transaction, embedded schema or schema change to judge, so those checks
+    are not planned (one Spark job less: no schema shapes) and the report is the one every check
+    run gives."""
+    from cdc_monitor.engine.facts import WindowFacts
+
+    path = tmp_path / "bare.jsonl"
+    write_capture(generate("mysql", events=150, seed=4, faults=True, schemas=False, transaction_metadata=False), path)
+    with monkeypatch.context() as patched:  # planning one of them fails the scan
+        for check in ("transaction_check", "embedded_schema_findings", "schema_change_findings"):
+            patched.setattr(registry, check, _refuse)
+        pruned = scan([path])
+    assert pruned.findings and pruned.transactions["total"] == 0
+    for name in ("has_transactions", "has_embedded_schemas", "has_schema_changes", "has_snapshot_events"):
+        monkeypatch.setattr(WindowFacts, name, property(lambda self: True))
+    everything = scan([path])
+    assert _report(pruned) == _report(everything)
+    assert pruned.timings["spark_jobs"] == everything.timings["spark_jobs"] - 1

@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from cdc_monitor.checks import registry
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.generator import generate
 from cdc_monitor.generator.capture import label_dicts, write_capture
@@ -99,3 +100,25 @@ def test_every_fault_is_counted_once_across_batches(spark, tmp_path, flavour, cu
     assert len(state.open_txns) == 2
     assert overdue(state, grace_ms=0) == {traffic.flavour.server: 1, "avro_pg": 1}
     assert overdue(state, grace_ms=3_600_000) == {}
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("a check was planned whose input the window lacks")
+
+
+def test_a_stream_without_transactions_or_schemas_counts_every_fault_once(spark, tmp_path, monkeypatch):
+    """No transaction metadata (Debezium's default) and JSON without schemas: the batches plan no
+    transaction or embedded-schema check (their census shows nothing to judge), and every fault is
+    still counted once across a batch boundary (cut at the median record time)."""
+    traffic = generate("mysql", events=120, seed=21, faults=True, schemas=False, transaction_metadata=False)
+    write_capture(traffic, tmp_path / "f.jsonl")
+    records = read_capture(spark, [str(tmp_path / "f.jsonl")]).records.cache()
+    ts = F.unix_millis("timestamp")
+    cut = records.select(F.percentile_approx(ts, 0.5)).first()[0]
+    stage([records.where(ts < cut), records.where(ts >= cut)], tmp_path / "in")
+    for check in ("transaction_check", "embedded_schema_findings"):  # planning one fails the batch
+        monkeypatch.setattr(registry, check, _refuse)
+    outcomes, state = run_stream(spark, tmp_path / "in", tmp_path / "ckpt", WatchSettings())
+    assert len(outcomes) == 2 and sum(o.records for o in outcomes) == records.count()
+    assert not any(o.finalized for o in outcomes) and not state.open_txns
+    assert rule_totals(state) == Counter(d["rule"] for d in label_dicts(traffic))

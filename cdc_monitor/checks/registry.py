@@ -33,7 +33,7 @@ class CheckedResult:
 
     by_scope: dict[str, list[DataFrame]] = field(default_factory=lambda: {s: [] for s in SCOPES})
     lag: DataFrame | None = None  # the lag table
-    transactions: DataFrame | None = None  # one row per transaction: status and problem flags
+    transactions: DataFrame | None = None  # one row per transaction: status and problem flags (None: the window has none)
 
     @property
     def findings(self) -> list[DataFrame]:
@@ -49,17 +49,21 @@ def run_checks(events: DataFrame, facts: WindowFacts, config: ScanConfig, cache:
     ``fresh``: the records per-record and per-topic rules judge (watch: the batch's new records;
     default all). ``lag_scope``: the records lag spikes run over (watch: new ones and the tails
     carried so a spike across batches counts once; default all). Only the embedded-schema check
-    runs a Spark job here (its distinct shapes are judged on the driver)."""
+    runs a Spark job here (its distinct shapes are judged on the driver), and only when the window
+    has keys or values with schemas."""
     fresh = events if fresh is None else fresh
-    tx = transaction_check(events, facts, cache)
+    # a check whose input the window does not hold (``facts``) is not planned: it would find nothing
+    tx = transaction_check(events, facts, cache) if facts.has_transactions else None
     by_scope = {
         # decode, lag and envelope rules need only the record itself: one pass for all of them
         "record": [record_findings(fresh, [*decode_rules(), *avro_rules(), *lag_rules(), *envelope_rules()]),
-                   *embedded_schema_findings(fresh if texts is None else texts)],
+                   *(embedded_schema_findings(fresh if texts is None else texts) if facts.has_embedded_schemas else [])],
         "key": ordering_findings(events, facts, cache),
-        "transaction": tx.findings,
-        "table": [topic_findings(fresh), schema_change_findings(events), snapshot_restarted_findings(events),
+        "transaction": tx.findings if tx is not None else [],
+        "table": [topic_findings(fresh),
+                  *([schema_change_findings(events)] if facts.has_schema_changes else []),
+                  *([snapshot_restarted_findings(events)] if facts.has_snapshot_events else []),
                   lag_spike_findings(events if lag_scope is None else lag_scope, config.lag_threshold_ms,
                                      config.table_lag_threshold_ms)],
     }
-    return CheckedResult(by_scope=by_scope, lag=lag_table(fresh), transactions=tx.transactions)
+    return CheckedResult(by_scope=by_scope, lag=lag_table(fresh), transactions=tx.transactions if tx is not None else None)

@@ -33,6 +33,28 @@ class WindowFacts:
                 "partitions": [{k: p[k] for k in ("topic", "partition", "first_offset", "last_offset", "records",
                                                   "from_start")} for p in self.partitions]}
 
+    # What the window holds decides which checks can find anything: a check whose input is empty
+    # is not planned (its findings would be none; fewer plans, stages and a job less per window).
+    @property
+    def has_transactions(self) -> bool:
+        """A record of a transaction topic, or a data event naming a transaction."""
+        return any(r["kind"] == "transaction" or r["in_txn"] for r in self.rows)
+
+    @property
+    def has_embedded_schemas(self) -> bool:
+        """A key or value with a schema (JSON with schemas.enable, or Avro)."""
+        return any(r["value_hashes"] or r["key_hashes"] for r in self.rows)
+
+    @property
+    def has_schema_changes(self) -> bool:
+        """A record of a schema-change topic beside values with schemas (without both, no
+        ``schema_change_without_ddl`` can be judged)."""
+        return any(r["kind"] == "schema_change" for r in self.rows) and any(r["value_hashes"] for r in self.rows)
+
+    @property
+    def has_snapshot_events(self) -> bool:
+        return any(r["snapshot_events"] for r in self.rows)
+
     def from_start(self) -> Column:
         """Per record: was its partition read from offset 0 without gaps (false when unknown)."""
         starts = {f"{p['topic']}|{p['partition']}": p["from_start"] for p in self.partitions}
@@ -64,6 +86,8 @@ def census_frame(events: DataFrame) -> DataFrame:
         F.max("ts_ms").alias("max_event_ts_ms"),  # a heartbeat group: the newest heartbeat
         F.collect_set("value_schema_hash").alias("value_hashes"),
         F.collect_set("key_schema_hash").alias("key_hashes"),
+        F.count("txn_id").alias("in_txn"),  # events naming a transaction
+        F.count(F.when(F.col("snapshot_event"), 1)).alias("snapshot_events"),
     )
 
 

@@ -193,23 +193,27 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
     clock("plan checks")
     flags = events.select(*COORD, "is_new", "candidate")
 
-    # transactions the carry operator still holds (END seen, events on their way) are judged later
-    judged = checked.transactions.join(pending, ["topic", "partition", "end_offset"], "left_anti")
-    final_ids = judged.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
-    txn = union_all(checked.by_scope["transaction"], FINDING_COLUMNS).withColumn("txn_key", txn_key(F.col("txn_id")))
-    verdicts = txn.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi")
-    orphans = txn.where(F.col("rule") == "orphan_event").join(known_final, COORD, "left_anti")
+    located_rows = [f.select(*FINDING_COLUMNS, F.lit(False).alias("orphan"))
+                    for f in [*checked.by_scope["key"], *checked.by_scope["table"]]]
+    verdicts: list[DataFrame] = []
+    parts: dict[str, DataFrame] = {}
+    if checked.transactions is not None:  # (None: the batch and its context hold no transaction)
+        # transactions the carry operator still holds (END seen, events on their way) are judged later
+        judged = checked.transactions.join(pending, ["topic", "partition", "end_offset"], "left_anti")
+        final_ids = judged.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
+        txn = union_all(checked.by_scope["transaction"], FINDING_COLUMNS).withColumn("txn_key", txn_key(F.col("txn_id")))
+        verdicts.append(txn.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi"))
+        orphans = txn.where(F.col("rule") == "orphan_event").join(known_final, COORD, "left_anti")
+        located_rows.append(orphans.select(*FINDING_COLUMNS, F.lit(True).alias("orphan")))
+        parts["transactions"] = judged.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status")
     # one join with the records' flags serves both filters, over the union of what they filter:
     # per-key and per-table findings where they land on a new record, orphan events new or carried
     # as candidates
-    tagged = union_all([*[f.select(*FINDING_COLUMNS, F.lit(False).alias("orphan"))
-                          for f in [*checked.by_scope["key"], *checked.by_scope["table"]]],
-                        orphans.select(*FINDING_COLUMNS, F.lit(True).alias("orphan"))])
-    located = tagged.join(flags, COORD).where(F.col("is_new") | (F.col("orphan") & F.col("candidate")))
-    findings = narrow_union(union_all([*checked.by_scope["record"], located, verdicts], FINDING_COLUMNS))
+    located = union_all(located_rows).join(flags, COORD).where(F.col("is_new") | (F.col("orphan") & F.col("candidate")))
+    findings = narrow_union(union_all([*checked.by_scope["record"], located, *verdicts], FINDING_COLUMNS))
     # findings' counts, transaction verdicts, the lag table, events by op and record counts: one job
     got = collect_all(findings, 0, {
-        "transactions": judged.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status"),
+        **parts,
         "lag": checked.lag,
         "by_op": fresh.where("data_event").groupBy("server", "table", "op").count(),
         "counts": fresh.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("decode_error").isNotNull().cast("int")).alias("bad")),
@@ -218,7 +222,7 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
     grouped = got.counts
     open_txns: list[tuple[str, str]] = []
     finalized: dict[str, dict[str, int]] = {}
-    for r in got.parts["transactions"]:
+    for r in got.parts.get("transactions", []):
         if r["status"] == "open":
             open_txns.append((r["server"], r["txn_key"]))
         else:
