@@ -6,6 +6,8 @@ RSS (what ``cdc_monitor_state_driver_rss_bytes`` reports), the JVM's RSS (in loc
 executor too: RocksDB's memory and files live there), the Python workers' RSS and the state
 store's rows as Spark reported them for the previous batch.
 Target (issue: watch at production rates): the driver's RSS stays flat while the keys grow.
+Measured 2026-11-24 (2 cores, 1M keys, 50 batches of 20k): driver Python RSS 122.9 -> 124.2 MB,
+state 980,001 rows (49th batch), JVM 1.8 GB -> at most 3.1 GB, batches 27-36 s (~660 records/s).
 Usage: python -m benchmarks.watch_keys [--keys 1000000] [--batch 20000]"""
 
 from __future__ import annotations
