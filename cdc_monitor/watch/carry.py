@@ -273,11 +273,18 @@ def carry_function(cfg: CarrySettings):
 
 
 def carry_stream(stream: DataFrame, cfg: CarrySettings, scan: ScanConfig) -> DataFrame:
-    """The stateful streaming frame: raw Kafka records in, new records and their context out.
-    With a schema registry, keys and values are decoded from Avro first (schemas fetched by id
-    where first met), so keys and transactions are grouped as for JSON."""
+    """The stateful streaming frame: raw Kafka records in, new records and their context out."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    return carry_input(stream, scan).groupBy("ctx").applyInPandasWithState(
+        carry_function(cfg), OUTPUT, STATE, "append", GroupStateTimeout.ProcessingTimeTimeout)
+
+
+def carry_input(stream: DataFrame, scan: ScanConfig) -> DataFrame:
+    """What the operator is fed: each raw record once per context group it belongs to (``ctx``),
+    with the fields its function reads. With a schema registry, keys and values are decoded from
+    Avro first (schemas fetched by id where first met), so keys and transactions are grouped as
+    for JSON. (A frame of records, streaming or not.)"""
     from cdc_monitor.avro.registry import RegistrySettings
     from cdc_monitor.decoding.avro import RegistrySchemas, decode_avro_json, decode_wire_format
 
@@ -310,7 +317,7 @@ def carry_stream(stream: DataFrame, cfg: CarrySettings, scan: ScanConfig) -> Dat
                         F.concat_ws(SEP, F.lit("L"), server, F.coalesce(F.col("table"), F.lit(""))))
                  .alias("ctx"), F.col("ts_ms").alias("order_ts")),
     )
-    grouped = ev.select(
+    return ev.select(
         F.explode(F.filter(ctxs, lambda c: c["ctx"].isNotNull())).alias("c"),
         "topic", "partition", "offset", F.col("raw_key").alias("key"), F.col("raw_value").alias("value"), "record_us",
         F.col("raw_tstype").alias("timestampType"), "headers_json",
@@ -321,8 +328,6 @@ def carry_stream(stream: DataFrame, cfg: CarrySettings, scan: ScanConfig) -> Dat
         F.when(marker & (F.col("status") == "END"), F.to_json(F.struct(
             F.col("marker_event_count").alias("n"), F.col("marker_collections").alias("c")))).alias("counts"),
     ).select(F.col("c.ctx").alias("ctx"), "*", F.col("c.order_ts").alias("record_ts_ms")).drop("c")
-    return grouped.groupBy("ctx").applyInPandasWithState(
-        carry_function(cfg), OUTPUT, STATE, "append", GroupStateTimeout.ProcessingTimeTimeout)
 
 
 def kafka_rows(frame: DataFrame) -> DataFrame:
