@@ -13,6 +13,7 @@ from cdc_monitor.cli.main import cli
 from cdc_monitor.watch.carry import (
     CANDIDATE,
     CARRIED,
+    FED_COLUMNS,
     FINAL,
     NEW,
     PENDING,
@@ -35,7 +36,12 @@ def rec(topic: str, partition: int, offset: int, **meta) -> dict:
 
 
 def frame(rows: list[dict], columns: tuple[str, ...] = ROW) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=list(columns))
+    """A group's rows as the operator is fed them (``carry_input``): key and value bytes, the
+    other ``columns`` packed as one JSON text (null fields left out, as Spark's to_json does)."""
+    packed = [{"key": r.get("key"), "value": r.get("value"),
+               "meta": json.dumps({c: r[c] for c in columns if c not in ("key", "value") and r.get(c) is not None})}
+              for r in rows]
+    return pd.DataFrame(packed, columns=list(FED_COLUMNS))
 
 
 def roles(out: list[tuple]) -> dict[str, list[int]]:
