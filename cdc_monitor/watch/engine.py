@@ -140,8 +140,13 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
             clock("decode")
             known_final = out.where(F.col("role") == FINAL_ROLE).select(*COORD)
             pending = out.where(F.col("role") == PENDING).select("topic", "partition", F.col("offset").alias("end_offset"))
-            outcome, open_txns = _check(spark, events, known_final, pending, state, settings, batch_id, cache, clock)
-            state.open_txns = {_key(s, t): state.open_txns.get(_key(s, t), now) for s, t in open_txns}
+            outcome, open_txns, marked = _check(spark, events, known_final, pending, state, settings, batch_id, cache,
+                                                clock)
+            # a server's open transactions are known where the batch holds its markers (the operator
+            # hands every held marker of a server with the server's new ones); elsewhere they stay
+            # as they were: a batch of heartbeats does not close a transaction
+            kept = {k: since for k, since in state.open_txns.items() if k.split("|", 1)[0] not in marked}
+            state.open_txns = kept | {_key(s, t): state.open_txns.get(_key(s, t), now) for s, t in open_txns}
         state.batch_id = batch_id
         store.save(state)
         outcome.seconds = round(time.time() - started, 3)
@@ -178,7 +183,9 @@ def _events(out: DataFrame, cfg: ScanConfig, cache: FrameCache) -> DataFrame:
 
 def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pending: DataFrame, state: WatchState,
            settings: WatchSettings, batch_id: int, cache: FrameCache, clock: _Clock
-           ) -> tuple[BatchOutcome, list[tuple[str, str]]]:
+           ) -> tuple[BatchOutcome, list[tuple[str, str]], set[str]]:
+    """The batch's outcome, its open transactions (server, key) and the servers whose markers it
+    holds (as ``_key`` spells them)."""
     cfg = settings.scan
     facts = facts_from_rows(census_frame(events).collect(), _partitions(state, cfg.transaction_topic_regex, batch_id))
     for beat in heartbeats(facts.rows):  # the newest per server, kept across batches for the gauge
@@ -242,7 +249,7 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
         add(totals["findings"], (r["server"], r["table"], r["check"], r["rule"], r["severity"]), r["count"])
     assert all(r["rule"] in CATALOGUE for r in grouped)
     outcome = BatchOutcome(batch_id, int(counts["n"] or 0), int(counts["bad"] or 0), lag, by_op, finalized, grouped)
-    return outcome, open_txns
+    return outcome, open_txns, {str(r["server"]) for r in facts.rows if r["kind"] == "transaction"}
 
 
 def _widen_txn_span(batch: dict[Any, tuple[int, int]], seen: dict[str, list[int]]) -> None:
