@@ -124,19 +124,21 @@ def test_a_stream_without_transactions_or_schemas_counts_every_fault_once(spark,
     assert rule_totals(state) == Counter(d["rule"] for d in label_dicts(traffic))
 
 
-def test_an_open_transaction_stays_open_through_a_batch_without_transactions(spark, tmp_path):
+
+def test_a_batch_without_a_servers_markers_leaves_its_open_transactions_open(spark, tmp_path):
     """A quiet database: the connector's newest transaction stays open (its END comes with the next
-    BEGIN) while only heartbeats arrive. A batch of heartbeats holds no transaction context (the
-    operator's server group is not called), so it must not close the open transaction the driver
+    BEGIN) while only heartbeats arrive, and the operator's server group is not called (no new
+    marker, no timeout yet). A batch of one heartbeat must not close the transaction the driver
     ages for the overdue alert."""
-    traffic = generate("mysql", events=60, seed=23, heartbeats=True)
+    traffic = generate("mysql", events=200, seed=23, heartbeats=True)
     write_capture(traffic, tmp_path / "f.jsonl")
-    records = read_capture(spark, [str(tmp_path / "f.jsonl")]).records.cache()
-    beat = F.col("topic").startswith("__debezium-heartbeat.")
-    newest_beat = records.where(beat).agg(F.max("offset")).first()[0]
-    last = beat & (F.col("offset") == newest_beat)
-    stage([records.where(~last), records.where(last)], tmp_path / "in")
-    outcomes, state = run_stream(spark, tmp_path / "in", tmp_path / "ckpt", WatchSettings())
-    assert [o.records for o in outcomes][1] == 1  # the second batch: one heartbeat
-    assert len(state.open_txns) == 1
-    assert overdue(state, grace_ms=0) == {traffic.flavour.server: 1}
+    beat = read_capture(spark, [str(tmp_path / "f.jsonl")]).records.where(
+        F.col("topic").startswith("__debezium-heartbeat.")).limit(1)
+    out = beat.select("topic", "partition", "offset", "key", "value", F.unix_micros("timestamp").alias("record_us"),
+                      "timestampType", F.lit(None).cast("string").alias("headers_json"), F.lit("new").alias("role"))
+    server = traffic.flavour.server
+    state = WatchState(batch_id=4, open_txns={f"{server}|txn-7": 1_000.0})
+    outcome, after = process_batch(spark, out, 5, state, StateStore(tmp_path / "ckpt"), WatchSettings(), now=2_000.0)
+    assert outcome.records == 1 and not outcome.skipped
+    assert after.open_txns == {f"{server}|txn-7": 1_000.0}
+    assert overdue(after, grace_ms=600_000, now=2_000.0) == {server: 1}
