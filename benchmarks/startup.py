@@ -51,7 +51,10 @@ def main() -> None:
         plain_capture = Path(tmp) / "plain.jsonl"
         plain_written = write_capture(generate("mysql", events=760, seed=11, schemas=False, transaction_metadata=False),
                                       plain_capture)
-        scan_cmd = [sys.executable, "-m", "cdc_monitor", "scan", str(capture), "--output", "json"]
+        def scan_of(path: Path) -> list[str]:
+            return [sys.executable, "-m", "cdc_monitor", "scan", str(path), "--output", "json"]
+
+        scan_cmd = scan_of(capture)
         bare, scans, unarchived, jobs, plain = [], [], [], [], []
         no_archive = {**os.environ, "CDC_MONITOR_JVM_CACHE": "off"}
         for _ in range(args.runs):
@@ -60,7 +63,7 @@ def main() -> None:
             scans.append(elapsed)
             jobs.append(json.loads(out)["timings_seconds"]["spark_jobs"])
             unarchived.append(timed(scan_cmd, no_archive)[0])
-            plain.append(timed([*scan_cmd[:4], str(plain_capture), *scan_cmd[5:]])[0])
+            plain.append(timed(scan_of(plain_capture))[0])
     b, s = statistics.median(bare), statistics.median(scans)
     print(json.dumps({"records": written["records"], "archive": archive_path().is_file(),
                       "bare_pyspark_s": [round(x, 2) for x in bare], "scan_s": [round(x, 2) for x in scans],

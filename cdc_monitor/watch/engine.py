@@ -249,7 +249,7 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
         add(totals["findings"], (r["server"], r["table"], r["check"], r["rule"], r["severity"]), r["count"])
     assert all(r["rule"] in CATALOGUE for r in grouped)
     outcome = BatchOutcome(batch_id, int(counts["n"] or 0), int(counts["bad"] or 0), lag, by_op, finalized, grouped)
-    return outcome, open_txns, {str(r["server"]) for r in facts.rows if r["kind"] == "transaction"}
+    return outcome, open_txns, {_key(r["server"]) for r in facts.rows if r["kind"] == "transaction"}
 
 
 def _widen_txn_span(batch: dict[Any, tuple[int, int]], seen: dict[str, list[int]]) -> None:
