@@ -98,6 +98,7 @@ def _driver_start(settings: dict[str, str], small_input: bool, write_archive: bo
 
 
 KEPT_JVM_LOGS = 10
+OPERATOR_JAR = Path(__file__).resolve().parent / "java" / "cdc-monitor-operators.jar"  # scripts/build_jar.sh
 
 
 def jvm_log_dir() -> Path:
@@ -155,6 +156,8 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     elif micro_batches and not local:
         settings |= SMALL_PLANS_ON_A_CLUSTER
     settings.update(conf or {})
+    # watch's JVM operator (cdc_monitor/java): on the driver's classpath and shipped to executors
+    settings["spark.jars"] = ",".join(j for j in (settings.get("spark.jars"), str(OPERATOR_JAR)) if j)
     if settings.get("spark.pyspark.python"):
         # PySpark tells executors which Python to run from this variable (the setting itself is
         # read only by spark-submit), so the config file's choice must reach it

@@ -1,14 +1,18 @@
 """watch's state in Spark's state store: the context every micro-batch is judged with.
 
-One stateful operator (``applyInPandasWithState`` on the RocksDB state store provider; Spark
-checkpoints it with the offsets, so a restart resumes exactly where the last committed batch left
-it) groups each record by the context it belongs to. Its group key (``ctx``) names the kind:
+Two stateful operators in a chain, both on the RocksDB state store provider (Spark checkpoints them
+with the offsets, so a restart resumes exactly where the last committed batch left it), group each
+record by the context it belongs to. The group key (``ctx``) names the kind:
 
 - ``K`` topic, key: the key's last ``key_history`` records in each partition (per-key rules judge
   new records against them; a key found in several partitions of its topic is one group). A
   key idle for ``key_ttl_ms`` of processing time times out: its history is dropped and its
-  partitions reported ``evicted`` (first-record rules are no longer judged there).
-- ``P`` topic, partition: records with no key history (markers, heartbeats, undecodable ...): no state.
+  partitions reported ``evicted`` (first-record rules are no longer judged there). These are as
+  many groups as keys, so they run on the JVM (``KeyHistory.java``, a ``flatMapGroupsWithState``
+  shipped as ``cdc-monitor-operators.jar``): a Python call per key group cost ~1.5 ms of PySpark's
+  machinery, most of a busy micro-batch.
+- ``P`` topic, partition: records with no key history (markers, heartbeats, undecodable ...): no
+  state, emitted as they come by the JVM operator.
 - ``S`` server: a copy of every transaction marker and of every data event naming a transaction.
   Keeps the open transactions (BEGIN, no END, no later BEGIN in its partition: Debezium writes END
   when the next transaction begins) with their data events, orphan candidates (a transaction on
@@ -21,10 +25,12 @@ it) groups each record by the context it belongs to. Its group key (``ctx``) nam
 - ``L`` server, table: a copy of every change event with a lag: keeps the newest, so a lag spike
   crossing a batch boundary is judged once.
 
-Each new record is emitted once (role ``new``, by its K or P group) with the context the groups
-hold (``carried``, ``candidate``, ``tail``) and two facts: ``final`` (a new event of a transaction
-finalized in an earlier batch: no orphan) and ``evicted``. State is a JSON text per group; raw
-bytes are kept as latin-1 text (a lossless byte-to-character mapping).
+The S and L groups (a few per server) then run in Python (``applyInPandasWithState``); what the
+JVM operator emitted passes that second operator in a few stateless buckets (``X``). Each new record
+is emitted once (role ``new``, by its K or P group) with the context the groups hold (``carried``,
+``candidate``, ``tail``) and two facts: ``final`` (a new event of a transaction finalized in an
+earlier batch: no orphan) and ``evicted``. A Python group's state is a JSON text; raw
+bytes are kept there as latin-1 text (a lossless byte-to-character mapping).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.lag import with_lag
 from cdc_monitor.decoding import DecodeOptions, decode_records
+from cdc_monitor.spark import OPERATOR_JAR
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -90,12 +97,12 @@ def _unpack(row: list[Any]) -> tuple[Any, ...]:
 
 
 def _rows(pdf: pd.DataFrame, columns: tuple[str, ...]) -> list[tuple[Any, ...]]:
-    """The fed rows' ``columns`` (any of ``FED``), unpacked from the frame's three columns."""
+    """The fed rows' ``columns`` (any of ``FED``): the record's from its own columns, the rest
+    unpacked from ``meta``."""
     import orjson
 
-    metas = [orjson.loads(m) for m in pdf["meta"].tolist()]
-    raw = {"key": pdf["key"].tolist(), "value": pdf["value"].tolist()}
-    cols = [raw[c] if c in raw else [m.get(c) for m in metas] for c in columns]
+    metas = [orjson.loads(m) for m in pdf["meta"].tolist()] if any(c not in ROW for c in columns) else []
+    cols = [pdf[c].tolist() if c in ROW else [m.get(c) for m in metas] for c in columns]
     return list(zip(*cols, strict=True))
 
 
@@ -119,25 +126,12 @@ def _tagged(rows: list[tuple[Any, ...]], role: str) -> Out:
     return [(*r, role) for r in rows]
 
 
-def _key_history(held: list[list[Any]], pdf: pd.DataFrame | None, keep: int) -> tuple[Out, list[list[Any]]]:
-    out = _tagged([_unpack(r) for r in held], CARRIED)
-    if pdf is None:
-        return out, held
-    new = _rows(pdf, ROW)
-    out += _tagged(new, NEW)
-    merged = sorted([*held, *(_pack(r) for r in new)], key=lambda r: (r[1], r[2]))
-    kept: dict[int, list[list[Any]]] = {}
-    for r in merged:  # the last ``keep`` records of the key in each partition
-        kept.setdefault(r[1], []).append(r)
-    return out, [r for rows in kept.values() for r in rows[-keep:]]
-
-
 S_META = ("skind", "status", "txn", "record_ts_ms", "tbl", "counts")
-# What the operator is fed per record: its key and value bytes and the rest packed as one JSON text
-# (``meta``). PySpark converts each group's slice to pandas column by column (~60 us a column, per
-# key group: most of the operator's time with the 15 columns unpacked); three columns, measured.
+# What the Python operator is fed per record: the record's columns, the server and table groups'
+# fields packed as one JSON text (``meta``), the role the JVM operator gave it and the group key.
 FED = ROW + S_META
-FED_COLUMNS = ("key", "value", "meta")
+FED_COLUMNS = (*ROW, "meta", "role")
+BUCKETS = 8  # stateless groups the JVM operator's output passes the Python operator in
 M = len(ROW)  # held S rows: ROW + S_META + [wall time first seen]
 SKIND, STATUS, TXN, TS, TBL, COUNTS = range(M, M + len(S_META))
 
@@ -242,32 +236,21 @@ def _tail(held: list[Any] | None, pdf: pd.DataFrame | None) -> tuple[Out, list[A
 
 
 def carry_function(cfg: CarrySettings):
-    """The operator's function: (group key, input frames, GroupState) -> output frames."""
+    """The Python operator's function: (group key, input frames, GroupState) -> output frames."""
     import orjson
 
     def fn(key: tuple[str], pdfs: Iterator[pd.DataFrame], state: Any) -> Iterator[pd.DataFrame]:
         import pandas as pd
 
-        ctx = key[0]
-        kind = ctx[0]
-        st = orjson.loads(state.get[0]) if state.exists else None
-        if state.hasTimedOut and kind == "K":  # an idle key: its history goes, its partition no longer has every key's start
-            held = st or []
-            state.remove()
-            if held:
-                yield _frame(_tagged(sorted({(r[0], r[1], -1, None, None, 0, 0, None) for r in held}), EVICTED))
-            return
+        kind = key[0][0]
         frames = [f for f in pdfs if len(f)]
         pdf = pd.concat(frames, ignore_index=True) if len(frames) > 1 else (frames[0] if frames else None)
-        if kind == "P":
+        if kind == "X":  # what the JVM operator emitted (key histories, records without one): as it is
             if pdf is not None:
-                yield _frame(_tagged(_rows(pdf, ROW), NEW))
+                yield pdf[OUT_COLUMNS]
             return
-        if kind == "K":
-            out, held = _key_history(st or [], pdf, cfg.key_history)
-            state.update((orjson.dumps(held).decode(),))
-            state.setTimeoutDuration(cfg.key_ttl_ms)
-        elif kind == "S":
+        st = orjson.loads(state.get[0]) if state.exists else None
+        if kind == "S":
             out, new_st = _server(st or {}, pdf, cfg, time.time())
             state.update((orjson.dumps(new_st).decode(),))
             if new_st["rows"]:  # held transactions and candidates are judged again after await_ms
@@ -281,11 +264,32 @@ def carry_function(cfg: CarrySettings):
     return fn
 
 
+def key_history(fed: DataFrame, cfg: CarrySettings) -> DataFrame:
+    """The JVM operator (``KeyHistory.java``) over ``carry_input``'s frame: K groups' histories and
+    P groups' records with their roles, S and L groups' records passed on (role null)."""
+    from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
+
+    spark = fed.sparkSession
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    try:
+        op = jvm.cdcmonitor.KeyHistory
+        jdf = op.apply(fed._jdf, cfg.key_history, cfg.key_ttl_ms)  # type: ignore[attr-defined]
+    except Exception as exc:  # py4j: the class is not on the driver's classpath
+        if "KeyHistory" not in str(exc) and "JavaPackage" not in str(exc):
+            raise
+        raise RuntimeError(f"{OPERATOR_JAR.name} is not on this Spark session's classpath: build the session with "
+                           "cdc_monitor.spark.get_spark (it adds the jar to spark.jars)") from exc
+    return ClassicFrame(jdf, spark)
+
+
 def carry_stream(stream: DataFrame, cfg: CarrySettings, scan: ScanConfig) -> DataFrame:
     """The stateful streaming frame: raw Kafka records in, new records and their context out."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    return carry_input(stream, scan).groupBy("ctx").applyInPandasWithState(
+    keyed = key_history(carry_input(stream, scan), cfg)
+    group = F.when(F.col("role").isNull(), F.col("ctx")).otherwise(
+        F.concat(F.lit("X"), F.pmod(F.hash("ctx"), F.lit(BUCKETS)).cast("string")))
+    return keyed.select(group.alias("gctx"), *FED_COLUMNS).groupBy("gctx").applyInPandasWithState(
         carry_function(cfg), OUTPUT, STATE, "append", GroupStateTimeout.ProcessingTimeTimeout)
 
 
@@ -337,7 +341,8 @@ def carry_input(stream: DataFrame, scan: ScanConfig) -> DataFrame:
         F.when(marker & (F.col("status") == "END"), F.to_json(F.struct(
             F.col("marker_event_count").alias("n"), F.col("marker_collections").alias("c")))).alias("counts"),
     ).select(F.col("c.ctx").alias("ctx"), "*", F.col("c.order_ts").alias("record_ts_ms")).select(
-        "ctx", "key", "value", F.to_json(F.struct(*[c for c in FED if c not in FED_COLUMNS])).alias("meta"))
+        "ctx", *ROW, F.when(~F.col("ctx").startswith("K") & ~F.col("ctx").startswith("P"),
+                            F.to_json(F.struct(*S_META))).alias("meta"))
 
 
 def kafka_rows(frame: DataFrame) -> DataFrame:

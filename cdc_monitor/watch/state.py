@@ -55,18 +55,34 @@ def add(totals: dict[str, int], key: tuple[Any, ...], n: int) -> None:
     totals[k] = totals.get(k, 0) + int(n)
 
 
+# The shape of the streaming query's state (its stateful operators, their keys and state schemas):
+# Spark cannot resume a checkpoint written by a query of another shape. 2: the JVM key-history
+# operator chained with the Python server/table operator (1: one Python operator for every group).
+LAYOUT = 2
+
+
 class StateStore:
     def __init__(self, root: str | Path) -> None:
         self.check(Path(root))
         self.root = Path(root) / "cdc-state"
         self.root.mkdir(parents=True, exist_ok=True)
         self.path = self.root / "state.json"
+        layout = self.root / "layout"
+        if not layout.exists():
+            layout.write_text(f"{LAYOUT}\n")
 
     @staticmethod
     def check(root: Path) -> None:
-        if (root / "cdc-state" / "CURRENT").exists():
+        """Refuse a checkpoint an earlier, incompatible watch wrote (before Spark starts)."""
+        state = root / "cdc-state"
+        if (state / "CURRENT").exists():
             raise InputError(f"the checkpoint {root} was written by an earlier cdc-monitor watch (state beside the "
                              "checkpoint, not in Spark's state store): start with a new --checkpoint folder")
+        layout = state / "layout"
+        written = layout.read_text().strip() if layout.exists() else ("1" if (state / "state.json").exists() else None)
+        if written is not None and written != str(LAYOUT):
+            raise InputError(f"the checkpoint {root} was written by an earlier cdc-monitor watch (its stateful operators "
+                             "differ from this version's; Spark cannot resume it): start with a new --checkpoint folder")
 
     def load(self) -> WatchState:
         if not self.path.exists():

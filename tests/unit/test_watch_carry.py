@@ -15,17 +15,16 @@ from cdc_monitor.watch.carry import (
     CARRIED,
     FED_COLUMNS,
     FINAL,
-    NEW,
     PENDING,
     ROW,
     S_META,
     TAIL,
     CarrySettings,
     _frame,
-    _key_history,
     _server,
     _tail,
 )
+from cdc_monitor.watch.state import LAYOUT
 
 CFG = CarrySettings(key_history=2, await_ms=60_000, final_memory=3)
 
@@ -36,10 +35,10 @@ def rec(topic: str, partition: int, offset: int, **meta) -> dict:
 
 
 def frame(rows: list[dict], columns: tuple[str, ...] = ROW) -> pd.DataFrame:
-    """A group's rows as the operator is fed them (``carry_input``): key and value bytes, the
-    other ``columns`` packed as one JSON text (null fields left out, as Spark's to_json does)."""
-    packed = [{"key": r.get("key"), "value": r.get("value"),
-               "meta": json.dumps({c: r[c] for c in columns if c not in ("key", "value") and r.get(c) is not None})}
+    """A group's rows as the Python operator is fed them (``carry_stream``): the record's columns,
+    the other ``columns`` packed as one JSON text (null fields left out, as Spark's to_json does)."""
+    packed = [{**{c: r.get(c) for c in ROW}, "role": None,
+               "meta": json.dumps({c: r[c] for c in columns if c not in ROW and r.get(c) is not None})}
               for r in rows]
     return pd.DataFrame(packed, columns=list(FED_COLUMNS))
 
@@ -51,17 +50,6 @@ def roles(out: list[tuple]) -> dict[str, list[int]]:
     for role, offset in zip(frame["role"], frame["offset"], strict=True):
         got.setdefault(role, []).append(int(offset))
     return got
-
-
-def test_key_history_keeps_the_last_records_per_partition_and_emits_them_as_context():
-    out, held = _key_history([], frame([rec("t", 0, 1), rec("t", 0, 2), rec("t", 0, 3), rec("t", 1, 9)]), 2)
-    assert roles(out) == {NEW: [1, 2, 3, 9]}
-    assert [(r[1], r[2]) for r in held] == [(0, 2), (0, 3), (1, 9)]
-    assert held[0][4] == "\xff{v}"  # raw bytes kept losslessly as latin-1 text
-    out, held = _key_history(held, frame([rec("t", 0, 4)]), 2)
-    assert roles(out) == {CARRIED: [2, 3, 9], NEW: [4]}
-    assert _frame(out)["value"][0] == b"\xff{v}"
-    assert [(r[1], r[2]) for r in held] == [(0, 3), (0, 4), (1, 9)]
 
 
 def marker(offset: int, status: str, txn: str, ts: int, counts: dict | None = None) -> dict:
@@ -166,11 +154,18 @@ def test_tail_keeps_the_newest_change_event_per_table():
     assert roles(out) == {TAIL: [1]} and held[2] == 1  # an older event does not replace it
 
 
-@pytest.mark.parametrize("old", [True, False])
+@pytest.mark.parametrize("old", [None, "state beside the checkpoint", "one Python operator", "this layout"])
 def test_a_checkpoint_of_the_earlier_format_is_refused_before_spark(tmp_path, old):
-    if old:
-        (tmp_path / "cdc-state").mkdir()
-        (tmp_path / "cdc-state" / "CURRENT").write_text("batch-3")
+    state = tmp_path / "cdc-state"
+    state.mkdir()
+    if old == "state beside the checkpoint":
+        (state / "CURRENT").write_text("batch-3")
+    elif old == "one Python operator":  # driver state saved, no layout written
+        (state / "state.json").write_text("{}")
+    elif old == "this layout":
+        (state / "state.json").write_text("{}")
+        (state / "layout").write_text(f"{LAYOUT}\n")
+    old = old not in (None, "this layout")
     result = CliRunner().invoke(cli, ["watch", "--bootstrap-servers", "127.0.0.1:1", "--checkpoint", str(tmp_path)])
     assert result.exit_code == 2
     assert ("start with a new --checkpoint" in result.output) == old

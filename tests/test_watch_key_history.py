@@ -1,0 +1,88 @@
+"""watch's JVM operator (``cdc_monitor/java/KeyHistory.java``) in a real streaming query: what a
+key group emits and keeps across micro-batches and a restart, idle keys evicted, records without a
+key history emitted as new, the server and table groups' records passed on for the Python operator."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pyspark.sql import types as T
+
+from cdc_monitor.watch.carry import STREAM_CONF, CarrySettings, key_history
+
+FED = T.StructType([
+    T.StructField("ctx", T.StringType()), T.StructField("topic", T.StringType()),
+    T.StructField("partition", T.IntegerType()), T.StructField("offset", T.LongType()),
+    T.StructField("key", T.BinaryType()), T.StructField("value", T.BinaryType()),
+    T.StructField("record_us", T.LongType()), T.StructField("timestampType", T.IntegerType()),
+    T.StructField("headers_json", T.StringType()), T.StructField("meta", T.StringType()),
+])
+KEY = "K\u001ft\u001f{\"id\":1}"
+
+
+def rec(ctx: str, partition: int, offset: int, meta: str | None = None) -> tuple:
+    return (ctx, "t", partition, offset, b'{"id":1}', b"\xff{v}", offset * 1000, 0, '[{"key":"h","value":"dg=="}]', meta)
+
+
+def run(spark, source: Path, checkpoint: Path, batches: list[list[tuple]], first: int, cfg: CarrySettings) -> list[list[tuple]]:
+    """Stage ``batches`` (one Parquet file each) and run the operator over every staged file not yet
+    read (availableNow); the output rows of each micro-batch."""
+    source.mkdir(parents=True, exist_ok=True)
+    for i, rows in enumerate(batches, start=first):
+        tmp = source.parent / f".b{i}"
+        spark.createDataFrame(rows, FED).coalesce(1).write.mode("overwrite").parquet(str(tmp))
+        target = source / f"b{i:03d}.parquet"
+        next(tmp.glob("part-*.parquet")).rename(target)
+        os.utime(target, (1_000_000 + i, 1_000_000 + i))
+    for name, value in STREAM_CONF.items():
+        spark.conf.set(name, value)
+    got: list[list[tuple]] = []
+    stream = spark.readStream.schema(FED).option("maxFilesPerTrigger", 1).parquet(str(source))
+    query = (key_history(stream, cfg).writeStream
+             .foreachBatch(lambda frame, _: got.append([tuple(r) for r in frame.collect()]))
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert query.exception() is None
+    return got
+
+
+def roles(rows: list[tuple]) -> dict[str | None, list[tuple[int, int]]]:
+    out: dict[str | None, list[tuple[int, int]]] = {}
+    for r in sorted(rows, key=lambda r: (r[2], r[3])):
+        out.setdefault(r[-1], []).append((r[2], r[3]))
+    return out
+
+
+def test_a_key_carries_its_last_records_per_partition_across_batches_and_a_restart(spark, tmp_path):
+    cfg = CarrySettings(key_history=2, key_ttl_ms=3_600_000)
+    first = run(spark, tmp_path / "in", tmp_path / "ckpt",
+                [[rec(KEY, 0, 1), rec(KEY, 0, 3), rec(KEY, 0, 2), rec(KEY, 1, 9)]], 0, cfg)
+    assert [roles(b) for b in first] == [{"new": [(0, 1), (0, 2), (0, 3), (1, 9)]}]
+    # a new query on the same checkpoint: the state store resumes with the last 2 records per partition
+    second = run(spark, tmp_path / "in", tmp_path / "ckpt", [[rec(KEY, 0, 4)], [rec(KEY, 0, 5)]], 1, cfg)
+    assert [roles(b) for b in second] == [{"carried": [(0, 2), (0, 3), (1, 9)], "new": [(0, 4)]},
+                                          {"carried": [(0, 3), (0, 4), (1, 9)], "new": [(0, 5)]}]
+    carried = next(r for r in second[0] if r[-1] == "carried")
+    # the record's fields travel unchanged (bytes that are not UTF-8 included), the group key with them
+    assert carried[:10] == (KEY, "t", 0, 2, b'{"id":1}', b"\xff{v}", 2000, 0, '[{"key":"h","value":"dg=="}]', None)
+
+
+def test_idle_keys_are_evicted_and_other_groups_pass(spark, tmp_path):
+    cfg = CarrySettings(key_history=3, key_ttl_ms=1)
+    server = "S\u001fdbserver1"
+    got = run(spark, tmp_path / "in", tmp_path / "ckpt", [
+        [rec(KEY, 0, 1), rec(KEY, 1, 7)],
+        [rec("P\u001ft\u001f0", 0, 2), rec(server, 0, 3, meta='{"skind":"data","txn":"5"}')],
+    ], 0, cfg)
+    assert roles(got[0]) == {"new": [(0, 1), (1, 7)]}
+    # the key saw no record for longer than its TTL: its history goes, one row per partition it held
+    evicted = sorted(r for r in got[1] if r[-1] == "evicted")
+    assert [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in evicted] == [(KEY, "t", 0, -1, None, None), (KEY, "t", 1, -1, None, None)]
+    assert [r[2:4] for r in got[1] if r[-1] == "new"] == [(0, 2)]  # no key history: new as it comes
+    passed = [r for r in got[1] if r[-1] is None]  # a server group's record, for the Python operator
+    assert passed == [(server, "t", 0, 3, b'{"id":1}', b"\xff{v}", 3000, 0, '[{"key":"h","value":"dg=="}]',
+                       '{"skind":"data","txn":"5"}', None)]
+    # evicted once: a later batch finds no state for it
+    again = run(spark, tmp_path / "in", tmp_path / "ckpt", [[rec("P\u001ft\u001f0", 0, 4)]], 2, cfg)
+    assert [r[-1] for r in again[0]] == ["new"]
