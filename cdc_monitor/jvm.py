@@ -42,6 +42,8 @@ current: DriverStart | None = None  # the start of this process's driver, when i
 LOGGING = "-Xlog:disable -Xlog:all=error:stderr"
 SMALL_INPUT = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 CLASSPATH_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
+# watch's JVM operator (cdc_monitor/java, built by scripts/build_jar.sh): every session has it in spark.jars
+OPERATOR_JAR = Path(__file__).resolve().parent / "java" / "cdc-monitor-operators.jar"
 DUMP_TIMEOUT_S = 300
 
 
@@ -63,11 +65,12 @@ def _java() -> str:
 
 
 def archive_path(settings: Mapping[str, str] | None = None) -> Path:
-    """Where the archive for this Java, this pyspark and the session's extra jars lives."""
+    """Where the archive for this Java, this pyspark and the session's extra jars lives (without
+    ``settings``: a session's defaults, the operator jar)."""
     import pyspark
 
     java = _java()
-    jars = "|".join((settings or {}).get(k, "") for k in CLASSPATH_SETTINGS)
+    jars = "|".join((settings or {"spark.jars": str(OPERATOR_JAR)}).get(k, "") for k in CLASSPATH_SETTINGS)
     stamp = f"{java}|{_mtime(java)}|{pyspark.__version__}|{os.path.dirname(pyspark.__file__)}|{jars}"
     return cache_dir() / f"spark-driver-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.jsa"
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from cdc_monitor.engine import jvm_calls
 from cdc_monitor.errors import EnvironmentProblem
-from cdc_monitor.jvm import SMALL_INPUT
+from cdc_monitor.jvm import OPERATOR_JAR, SMALL_INPUT
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -98,7 +98,6 @@ def _driver_start(settings: dict[str, str], small_input: bool, write_archive: bo
 
 
 KEPT_JVM_LOGS = 10
-OPERATOR_JAR = Path(__file__).resolve().parent / "java" / "cdc-monitor-operators.jar"  # scripts/build_jar.sh
 
 
 def jvm_log_dir() -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_monitor.spark import OPERATOR_JAR
+from cdc_monitor.jvm import OPERATOR_JAR
 
 ROOT = Path(__file__).resolve().parent.parent
 

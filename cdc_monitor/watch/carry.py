@@ -45,7 +45,7 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.lag import with_lag
 from cdc_monitor.decoding import DecodeOptions, decode_records
-from cdc_monitor.spark import OPERATOR_JAR
+from cdc_monitor.jvm import OPERATOR_JAR
 
 if TYPE_CHECKING:
     import pandas as pd
