@@ -142,3 +142,24 @@ def test_a_batch_without_a_servers_markers_leaves_its_open_transactions_open(spa
     assert outcome.records == 1 and not outcome.skipped
     assert after.open_txns == {f"{server}|txn-7": 1_000.0}
     assert overdue(after, grace_ms=600_000, now=2_000.0) == {server: 1}
+
+
+def test_a_batch_counts_the_same_when_its_checks_read_events_without_their_texts(spark, tmp_path):
+    """A large batch's checks read a second checkpoint without the raw texts (the embedded-schema
+    check reads the texts of new records): forced on for a small batch, the counts are those of the
+    batch read with its texts, embedded-schema faults included."""
+    from cdc_monitor.checks.schema import RULES as SCHEMA_RULES
+
+    traffic = generate("mysql", events=150, seed=29, faults=True)
+    write_capture(traffic, tmp_path / "f.jsonl")
+    records = read_capture(spark, [str(tmp_path / "f.jsonl")]).records
+    out = records.select("topic", "partition", "offset", "key", "value", F.unix_micros("timestamp").alias("record_us"),
+                         "timestampType", F.lit(None).cast("string").alias("headers_json"), F.lit("new").alias("role"))
+    totals = []
+    for i, narrow_from in enumerate((10**9, 0)):
+        settings = WatchSettings(narrow_from_rows=narrow_from)
+        _, after = process_batch(spark, out, 0, WatchState(), StateStore(tmp_path / f"ckpt{i}"), settings, now=1_000.0)
+        totals.append(after.totals)
+    assert totals[0] == totals[1]
+    schema_rules = {r.name for r in SCHEMA_RULES}
+    assert any(rule in schema_rules for rule in rule_totals(WatchState(totals=totals[1])))
