@@ -294,10 +294,11 @@ def carry_stream(stream: DataFrame, cfg: CarrySettings, scan: ScanConfig) -> Dat
 
 
 def carry_input(stream: DataFrame, scan: ScanConfig) -> DataFrame:
-    """What the operator is fed: each raw record once per context group it belongs to (``ctx``),
-    with the fields its function reads. With a schema registry, keys and values are decoded from
-    Avro first (schemas fetched by id where first met), so keys and transactions are grouped as
-    for JSON. (A frame of records, streaming or not.)"""
+    """What the operators are fed: each raw record once per context group it belongs to (``ctx``):
+    the record's columns and, for the server and table groups, the fields their Python function
+    reads packed as one JSON text (``meta``; null for key and partition groups). With a schema
+    registry, keys and values are decoded from Avro first (schemas fetched by id where first met),
+    so keys and transactions are grouped as for JSON. (A frame of records, streaming or not.)"""
     from cdc_monitor.avro.registry import RegistrySettings
     from cdc_monitor.decoding.avro import RegistrySchemas, decode_avro_json, decode_wire_format
 
