@@ -1,7 +1,7 @@
 """One micro-batch of ``watch``: the batch checks over (new records + the context Spark's state store carries).
 
-The streaming query's stateful operator (``watch/carry.py``) hands each batch its new records and
-the context its groups hold: the last ``key_history`` records of every key the batch touches, the
+The streaming query's stateful operators (``watch/carry.py``) hand each batch its new records and
+the context their groups hold: the last ``key_history`` records of every key the batch touches, the
 open transactions with their data events, orphan candidates and the newest change event per
 table. This engine runs the same checks as ``scan`` over them and counts a finding once:
 - per-record rules (decode, lag, schema) only on new records;
@@ -122,14 +122,14 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
     started = time.time()
     clock = _Clock()
     now = time.time() if now is None else now
-    if batch_id <= state.batch_id:  # the stateful operator still runs: its state advances as before
+    if batch_id <= state.batch_id:  # the stateful operators still run: their state advances as before
         FrameCache().materialize(frame).unpersist()  # (through the batch's own plan: Spark reports its state size)
         return BatchOutcome(batch_id, 0, skipped=True), state
     state = copy.deepcopy(state)
     cfg = settings.scan
     cache = FrameCache()
     try:
-        out = cache.materialize(frame)  # the stateful operator runs once per batch, here
+        out = cache.materialize(frame)  # the stateful operators run once per batch, here
         clock("operator")
         parts = out.groupBy("role", "topic", "partition").agg(
             F.min("offset").alias("lo"), F.min("record_us").alias("ts"), F.count(F.lit(1)).alias("n")).collect()
