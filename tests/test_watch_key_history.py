@@ -7,8 +7,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from pyspark.sql import types as T
 
+from cdc_monitor.errors import EnvironmentProblem
+from cdc_monitor.watch import carry
 from cdc_monitor.watch.carry import STREAM_CONF, CarrySettings, key_history
 
 FED = T.StructType([
@@ -86,3 +89,11 @@ def test_idle_keys_are_evicted_and_other_groups_pass(spark, tmp_path):
     # evicted once: a later batch finds no state for it
     again = run(spark, tmp_path / "in", tmp_path / "ckpt", [[rec("P\u001ft\u001f0", 0, 4)]], 2, cfg)
     assert [r[-1] for r in again[0]] == ["new"]
+
+
+def test_a_session_without_the_operator_jar_gets_a_fix_it_error(spark, monkeypatch):
+    """A driver started without the jar (spark-submit without --jars): one line that says how to fix
+    it, before any query starts (a class py4j cannot find, looked up in this real session)."""
+    monkeypatch.setattr(carry, "OPERATOR_CLASS", "cdcmonitor.NoSuchOperator")
+    with pytest.raises(EnvironmentProblem, match=r"not on the Spark driver's classpath.*spark\.jars"):
+        key_history(spark.createDataFrame([], FED), CarrySettings())

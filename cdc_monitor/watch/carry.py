@@ -45,6 +45,7 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.lag import with_lag
 from cdc_monitor.decoding import DecodeOptions, decode_records
+from cdc_monitor.errors import EnvironmentProblem
 from cdc_monitor.jvm import OPERATOR_JAR
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ ROW = ("topic", "partition", "offset", "key", "value", "record_us", "timestampTy
 OUTPUT = ("topic string, partition int, offset bigint, key binary, value binary, record_us bigint, "
           "timestampType int, headers_json string, role string")
 STATE = "s string"
+OPERATOR_CLASS = "cdcmonitor.KeyHistory"  # in cdc-monitor-operators.jar
 NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING = (
     "new", "carried", "candidate", "tail", "final", "evicted", "pending")
 CONTEXT_ROLES = (CARRIED, CANDIDATE, TAIL)
@@ -270,15 +272,17 @@ def key_history(fed: DataFrame, cfg: CarrySettings) -> DataFrame:
     from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 
     spark = fed.sparkSession
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    op: Any = spark._jvm  # type: ignore[attr-defined]
+    for part in OPERATOR_CLASS.split("."):
+        op = getattr(op, part)
     try:
-        op = jvm.cdcmonitor.KeyHistory
         jdf = op.apply(fed._jdf, cfg.key_history, cfg.key_ttl_ms)  # type: ignore[attr-defined]
-    except Exception as exc:  # py4j: the class is not on the driver's classpath
-        if "KeyHistory" not in str(exc) and "JavaPackage" not in str(exc):
+    except TypeError as exc:  # py4j: a class not on the driver's classpath is a JavaPackage, not callable
+        if "JavaPackage" not in str(exc):
             raise
-        raise RuntimeError(f"{OPERATOR_JAR.name} is not on this Spark session's classpath: build the session with "
-                           "cdc_monitor.spark.get_spark (it adds the jar to spark.jars)") from exc
+        raise EnvironmentProblem(
+            f"{OPERATOR_CLASS} is not on the Spark driver's classpath: start Spark through cdc-monitor "
+            f"(it adds {OPERATOR_JAR} to spark.jars), or pass that jar with --jars to spark-submit") from None
     return ClassicFrame(jdf, spark)
 
 
