@@ -44,6 +44,11 @@ SMALL_INPUT = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 CLASSPATH_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
 # watch's JVM operator (cdc_monitor/java, built by scripts/build_jar.sh): every session has it in spark.jars
 OPERATOR_JAR = Path(__file__).resolve().parent / "java" / "cdc-monitor-operators.jar"
+
+
+def with_operator_jar(jars: str | None) -> str:
+    """A session's ``spark.jars``: the user's jars, then the operator jar."""
+    return ",".join(j for j in (jars, str(OPERATOR_JAR)) if j)
 DUMP_TIMEOUT_S = 300
 
 
@@ -70,7 +75,7 @@ def archive_path(settings: Mapping[str, str] | None = None) -> Path:
     import pyspark
 
     java = _java()
-    jars = "|".join((settings or {"spark.jars": str(OPERATOR_JAR)}).get(k, "") for k in CLASSPATH_SETTINGS)
+    jars = "|".join((settings or {"spark.jars": with_operator_jar(None)}).get(k, "") for k in CLASSPATH_SETTINGS)
     stamp = f"{java}|{_mtime(java)}|{pyspark.__version__}|{os.path.dirname(pyspark.__file__)}|{jars}"
     return cache_dir() / f"spark-driver-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.jsa"
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from cdc_monitor.engine import jvm_calls
 from cdc_monitor.errors import EnvironmentProblem
-from cdc_monitor.jvm import OPERATOR_JAR, SMALL_INPUT
+from cdc_monitor.jvm import SMALL_INPUT, with_operator_jar
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -156,7 +156,7 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         settings |= SMALL_PLANS_ON_A_CLUSTER
     settings.update(conf or {})
     # watch's JVM operator (cdc_monitor/java): on the driver's classpath and shipped to executors
-    settings["spark.jars"] = ",".join(j for j in (settings.get("spark.jars"), str(OPERATOR_JAR)) if j)
+    settings["spark.jars"] = with_operator_jar(settings.get("spark.jars"))
     if settings.get("spark.pyspark.python"):
         # PySpark tells executors which Python to run from this variable (the setting itself is
         # read only by spark-submit), so the config file's choice must reach it
