@@ -90,7 +90,20 @@ def txn_key(txn_id: str | None) -> str | None:
 # Topic roles besides data topics: Debezium's transaction topic is <prefix>.transaction and its
 # heartbeat topic __debezium-heartbeat.<prefix> (topic.heartbeat.prefix, configurable)
 TRANSACTION_TOPIC_REGEX = r".*\.transaction$"
+# the server a transaction topic's markers belong to: the topic's prefix, else its first dotted part
+TRANSACTION_SERVER_REGEX = r"^(.+)\.transaction$"
 HEARTBEAT_TOPIC_PREFIX = "__debezium-heartbeat"
+
+
+def transaction_servers(topics: list[str], transaction_topic_regex: str = TRANSACTION_TOPIC_REGEX) -> tuple[str, ...]:
+    """The servers whose transaction topic is among ``topics`` (named as the decoder names a marker's server)."""
+    out = set()
+    for topic in topics:
+        if re.search(transaction_topic_regex, topic):
+            m = re.match(TRANSACTION_SERVER_REGEX, topic)
+            out.add(m.group(1) if m else topic.split(".", 1)[0])
+    return tuple(sorted(out))
+
 
 # the generator's fault labels beside a capture: ground truth, never read as records by a folder scan
 LABELS_SUFFIX = ".labels.jsonl"

@@ -146,3 +146,25 @@ def test_a_batch_without_a_servers_markers_leaves_its_open_transactions_open(spa
     assert after.open_txns == {f"{server}|txn-7": 1_000.0}
     assert overdue(after, grace_ms=600_000, now=2_000.0) == {server: 1}
 
+
+
+def test_events_read_before_their_servers_first_marker_wait_for_their_transaction(spark, tmp_path):
+    """watch starts while the connector writes its first transactions: the transaction topic is
+    measured before the data topics, so a batch can hold a transaction's data events and none of
+    the server's markers yet. Those events are held (the server's transaction topic is in the
+    stream) and the transactions are complete once their markers arrive; clean traffic, no finding."""
+    traffic = generate("mysql", events=300, seed=31)
+    write_capture(traffic, tmp_path / "f.jsonl")
+    records = read_capture(spark, [str(tmp_path / "f.jsonl")]).records.cache()
+    ts = F.unix_millis("timestamp")
+    cut = records.select(F.percentile_approx(ts, 0.5)).first()[0]
+    markers = F.col("topic").endswith(".transaction")
+    first = records.where(~markers & (ts < cut))  # half of every data partition, no marker at all
+    stage([first, records.subtract(first)], tmp_path / "in")
+    server = traffic.flavour.server
+    outcomes, state = run_stream(spark, tmp_path / "in", tmp_path / "ckpt", WatchSettings(transaction_servers=(server,)))
+    assert not outcomes[0].finalized  # (the first batch judged no transaction)
+    assert rule_totals(state) == Counter()
+    txns = {r.txn_id for r in traffic.records if r.txn_id}
+    assert state.totals["transactions"] == {f"{server}|complete": len(txns) - 1}  # the newest one stays open
+    assert len(state.open_txns) == 1

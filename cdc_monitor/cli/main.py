@@ -300,6 +300,7 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
     from cdc_monitor.sources.kafka.client import BrokerInspector
     from cdc_monitor.sources.kafka.options import KafkaOptions
     from cdc_monitor.sources.kafka.planner import select_topics
+    from cdc_monitor.vocabulary import transaction_servers
     from cdc_monitor.watch.engine import WatchSettings
     from cdc_monitor.watch.state import StateStore
 
@@ -322,7 +323,8 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
     with BrokerInspector(opts) as insp:  # unreachable broker or no topic: exit 2 before Spark starts
         chosen = select_topics(opts, insp.topics())
     settings = WatchSettings(scan=cfg, key_ttl_ms=parse_duration_ms(key_ttl, "--key-ttl"),
-                             grace_ms=parse_duration_ms(grace, "--grace"))
+                             grace_ms=parse_duration_ms(grace, "--grace"),
+                             transaction_servers=transaction_servers(chosen, cfg.transaction_topic_regex))
     click.echo(f"cdc-monitor watch: {len(chosen)} topic(s): {', '.join(chosen[:8])}{' ...' if len(chosen) > 8 else ''}",
                err=True)
     from cdc_monitor.spark import get_spark

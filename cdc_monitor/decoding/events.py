@@ -47,7 +47,14 @@ from pyspark.sql import functions as F
 from cdc_monitor.decoding.avro import PRE_COLUMNS
 from cdc_monitor.decoding.envelope import CORRUPT, JSON_OPTIONS, KEY_SCHEMA, PAYLOAD_FIELDS, VALUE_SCHEMA
 from cdc_monitor.decoding.positions import position_expr
-from cdc_monitor.vocabulary import CONNECTORS, HEARTBEAT_TOPIC_PREFIX, PG_TXN_ID, TRANSACTION_TOPIC_REGEX, UNKNOWN_FLAVOUR
+from cdc_monitor.vocabulary import (
+    CONNECTORS,
+    HEARTBEAT_TOPIC_PREFIX,
+    PG_TXN_ID,
+    TRANSACTION_SERVER_REGEX,
+    TRANSACTION_TOPIC_REGEX,
+    UNKNOWN_FLAVOUR,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -228,7 +235,7 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None, kee
         F.coalesce(
             src["name"], src["server"],
             F.when(F.col("kind") == "heartbeat", heartbeat_server),
-            F.when(F.col("kind") == "transaction", F.nullif(F.regexp_extract("topic", r"^(.+)\.transaction$", 1), F.lit(""))),
+            F.when(F.col("kind") == "transaction", F.nullif(F.regexp_extract("topic", TRANSACTION_SERVER_REGEX, 1), F.lit(""))),
             F.regexp_extract("topic", r"^([^.]+)", 1),
         ).alias("server"),
         src["db"].alias("db"),

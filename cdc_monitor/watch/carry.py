@@ -80,6 +80,10 @@ class CarrySettings:
     key_ttl_ms: int = 24 * 3_600_000
     await_ms: int = 600_000
     final_memory: int = 200_000
+    # servers whose transaction topic the stream reads: their data events naming a transaction are
+    # held as orphan candidates even before the server's first marker is read (a batch can hold a
+    # transaction's events before its BEGIN: the transaction topic is measured first)
+    transaction_servers: tuple[str, ...] = ()
 
 
 def _pack(row: tuple[Any, ...]) -> list[Any]:
@@ -179,7 +183,7 @@ def _short(end: list[Any], data: list[list[Any]], progress: dict[str, list[Any]]
     return bool(short - {tbl for tbl, _ in progress.values()})
 
 
-def _server(st: dict[str, Any], pdf: pd.DataFrame | None, cfg: CarrySettings, now: float
+def _server(st: dict[str, Any], pdf: pd.DataFrame | None, cfg: CarrySettings, now: float, server: str = ""
             ) -> tuple[Out, dict[str, Any]]:
     """Open and pending transactions, orphan candidates and finalized ids of one server (see the module)."""
     # rows held by an earlier version (no tbl/counts): the same row, those two unknown
@@ -208,6 +212,8 @@ def _server(st: dict[str, Any], pdf: pd.DataFrame | None, cfg: CarrySettings, no
     on_marker = {r[TXN] for r in markers}
     finalized = [t for t in dict.fromkeys(r[TXN] for r in markers) if t not in held_ids and t not in final_set]
     horizon = max([st.get("horizon", -1), *(r[TS] for r in markers if r[TS] is not None)])  # newest marker time
+    # a server whose transaction topic is neither read yet nor in the stream has no orphans: nothing to hold
+    awaited = horizon >= 0 or server in cfg.transaction_servers
     keep, known_final = [], []
     for r in rows:
         txn = r[TXN]
@@ -216,9 +222,8 @@ def _server(st: dict[str, Any], pdf: pd.DataFrame | None, cfg: CarrySettings, no
                 keep.append(r)
         elif txn in final_set:
             known_final.append(_unpack(r))
-        elif horizon >= 0 and (r[TS] or 0) > horizon and now - r[-1] < cfg.await_ms / 1000:
-            # an orphan candidate while the transaction topic has not reached its time (a server
-            # whose transaction topic was never seen has no orphans: nothing to hold)
+        elif awaited and (r[TS] or 0) > horizon and now - r[-1] < cfg.await_ms / 1000:
+            # an orphan candidate while the transaction topic has not reached its time
             keep.append(r)
     out += _tagged(known_final, FINAL)
     # pending: their END rows (not final in this batch, whatever the checks make of them)
@@ -253,7 +258,7 @@ def carry_function(cfg: CarrySettings):
             return
         st = orjson.loads(state.get[0]) if state.exists else None
         if kind == "S":
-            out, new_st = _server(st or {}, pdf, cfg, time.time())
+            out, new_st = _server(st or {}, pdf, cfg, time.time(), key[0].split(SEP, 1)[1])
             state.update((orjson.dumps(new_st).decode(),))
             if new_st["rows"]:  # held transactions and candidates are judged again after await_ms
                 state.setTimeoutDuration(max(cfg.await_ms, 1))

@@ -75,9 +75,11 @@ class WatchSettings:
     grace_ms: int = 600_000  # open longer than this (wall time): reported as overdue
     final_memory: int = 200_000  # ids of finalized transactions remembered (a replayed event of one is no orphan)
     narrow_from_rows: int = NARROW_FROM_ROWS
+    transaction_servers: tuple[str, ...] = ()  # servers whose transaction topic the stream reads
 
     def carry(self) -> CarrySettings:
-        return CarrySettings(self.key_history, self.key_ttl_ms, self.await_ms, self.final_memory)
+        return CarrySettings(self.key_history, self.key_ttl_ms, self.await_ms, self.final_memory,
+                             self.transaction_servers)
 
 
 @dataclass

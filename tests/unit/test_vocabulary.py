@@ -1,6 +1,6 @@
 """The shared vocabulary, Spark-free, and its Spark column twin."""
 
-from cdc_monitor.vocabulary import ALLOWED_OPS, OPS, txn_key
+from cdc_monitor.vocabulary import ALLOWED_OPS, OPS, transaction_servers, txn_key
 
 
 def test_postgresql_ids_reconcile_by_txid_others_whole():
@@ -35,3 +35,9 @@ def test_docs_rules_table_is_the_catalogue():
     doc = (Path(__file__).resolve().parents[2] / "docs" / "rules.md").read_text()
     table = doc.split("<!-- rules:begin -->\n")[1].split("<!-- rules:end -->")[0]
     assert table == rules_markdown(), "docs/rules.md is behind the catalogue: regenerate its table (see rules_markdown)"
+
+
+def test_transaction_servers_are_named_as_the_decoder_names_a_markers_server():
+    topics = ["pg.public.orders", "pg.transaction", "a.b.transaction", "__debezium-heartbeat.pg", "txns"]
+    assert transaction_servers(topics) == ("a.b", "pg")
+    assert transaction_servers(topics, r"^txns$") == ("txns",)  # --transaction-topic txns: its first dotted part

@@ -88,6 +88,18 @@ def test_server_holds_no_candidates_without_a_transaction_topic_and_drops_them_a
     assert [r[2] for r in st["rows"] if r[8] == "data"] == []
 
 
+def test_a_server_whose_transaction_topic_is_in_the_stream_holds_events_read_before_its_first_marker():
+    cfg = CarrySettings(key_history=2, await_ms=60_000, final_memory=3, transaction_servers=("s",))
+    _, st = _server({}, frame([data(1, "1", 105), data(2, "1", 106)], ROW + S_META), cfg, now=0.0, server="s")
+    assert [r[2] for r in st["rows"]] == [1, 2]  # the transaction topic has not been read yet
+    _, other = _server({}, frame([data(1, "1", 105)], ROW + S_META), cfg, now=0.0, server="t")
+    assert other["rows"] == []  # (another server, whose transaction topic the stream does not read)
+    out, st = _server(st, frame([marker(0, "BEGIN", "1", 100), marker(1, "END", "1", 110, {"db.t": 2}),
+                                 marker(2, "BEGIN", "2", 120)], ROW + S_META), cfg, now=1.0, server="s")
+    assert roles(out) == {CANDIDATE: [1, 2]}  # judged with their transaction, now final
+    assert st["final"] == ["1"] and [r[2] for r in st["rows"]] == [2]  # (only the open BEGIN of txn 2 left)
+
+
 def test_an_ended_transaction_is_held_while_its_events_are_on_their_way():
     """A per-trigger cap reads the transaction topic ahead: END (2 events of db.t) arrives with one
     of them, its partition's newest record still before the END's time: held (pending), not final."""
