@@ -15,7 +15,7 @@ from cdc_monitor.pipeline import RUN_FIELDS
 from cdc_monitor.sources.base import KAFKA_SCHEMA
 from cdc_monitor.sources.kafka.client import BrokerInspector
 from cdc_monitor.sources.kafka.options import KafkaOptions
-from cdc_monitor.sources.kafka.planner import plan_ranges
+from cdc_monitor.sources.kafka.planner import OffsetRange, plan_ranges
 from cdc_monitor.sources.kafka.reader import read_range
 from cdc_monitor.sources.kafka.source import read_kafka
 
@@ -58,6 +58,42 @@ def test_planner_finds_the_real_end_where_the_high_watermark_lags(numbered):
     assert ends == {0: 20, 1: 20, 2: 20}  # 60 records over 3 partitions
     # the broker's own answer is short of that: trusting it would lose records
     assert any(high < ends[p] for (_, p), (_, high) in marks.items())
+
+
+def test_the_end_of_a_partition_being_written_is_found_while_records_keep_coming(kafka_broker):
+    """A connector writing while watch plans a batch: the partition may never show its end (records
+    keep arriving), so the newest record received is taken as the end, not a timeout (it failed
+    the micro-batch). Everything before that end is readable."""
+    import threading
+
+    produce(kafka_broker, "busy.t", 1, 5)
+    stop = threading.Event()
+
+    def write() -> None:
+        producer = Producer({"bootstrap.servers": kafka_broker, "linger.ms": 5})
+        i = 5
+        while not stop.is_set():
+            producer.produce("busy.t", key=b"k", value=b"{}", timestamp=T0 + i)
+            producer.poll(0)
+            i += 1
+            time.sleep(0.002)
+        producer.flush(10)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        time.sleep(1)
+        o = opts(kafka_broker, subscribe="busy.t", timeoutSeconds="6")
+        with BrokerInspector(o) as insp:
+            started = time.monotonic()
+            marks = insp.watermarks([("busy.t", 0)])
+            end = insp.true_ends(marks)[("busy.t", 0)]
+            took = time.monotonic() - started
+    finally:
+        stop.set()
+        writer.join()
+    assert took < 5 and end >= marks[("busy.t", 0)][1] > 5
+    assert sum(b.num_rows for b in read_range(o, OffsetRange("busy.t", 0, 0, end))) == end
 
 
 def test_read_range_returns_every_record_with_its_metadata(numbered):

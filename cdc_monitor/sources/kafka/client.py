@@ -16,6 +16,7 @@ from cdc_monitor.errors import InputError
 from cdc_monitor.sources.kafka.options import KafkaOptions
 
 TP = tuple[str, int]
+SETTLE_S = 2.0  # how long true_ends waits for the end of a partition that keeps receiving records
 _QUIET = logging.getLogger("cdc_monitor.kafka.librdkafka")  # librdkafka's own chatter (connection retries)
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
@@ -101,7 +102,9 @@ class BrokerInspector:
 
         Reads from the reported high watermark - 1 to the end of the log: a correct broker
         delivers at most one record (or only a control record, then the mark is the end); a broker
-        whose mark is a batch's base offset + 1 delivers the rest of that batch.
+        whose mark is a batch's base offset + 1 delivers the rest of that batch. A partition being
+        written may never show its end while records keep coming: after ``SETTLE_S`` the newest
+        record received is its end (every record up to it is readable; the rest is read next time).
         """
         from confluent_kafka import KafkaError, TopicPartition
 
@@ -110,18 +113,23 @@ class BrokerInspector:
         if not pending:
             return ends
         self.consumer.assign([TopicPartition(t, p, max(marks[(t, p)][0], marks[(t, p)][1] - 1)) for t, p in pending])
-        deadline = time.monotonic() + self.opts.timeout_s
+        started = time.monotonic()
+        deadline = started + self.opts.timeout_s
+        received: set[TP] = set()
         while pending and time.monotonic() < deadline:
             for msg in self.consumer.consume(num_messages=10_000, timeout=0.2):
                 tp = (msg.topic(), msg.partition())
                 err = msg.error()
                 if err is None:
                     ends[tp] = max(ends[tp], msg.offset() + 1)
+                    received.add(tp)
                 elif err.code() == KafkaError._PARTITION_EOF:
                     ends[tp] = max(ends[tp], msg.offset())
                     pending.discard(tp)
                 else:
                     raise InputError(f"reading {tp[0]}[{tp[1]}] from {self.opts.bootstrap_servers} failed: {err.str()}")
+            if time.monotonic() - started >= SETTLE_S:
+                pending -= received
         self.consumer.unassign()
         if pending:
             names = ", ".join(f"{t}[{p}]" for t, p in sorted(pending)[:5])
