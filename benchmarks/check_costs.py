@@ -14,7 +14,7 @@ def main(paths: list[str]) -> dict[str, float]:
     from cdc_monitor.checks.schema import embedded_schema_findings, envelope_findings
     from cdc_monitor.checks.transactions import transaction_check
     from cdc_monitor.config import ScanConfig
-    from cdc_monitor.decoding import DecodeOptions, decode_records
+    from cdc_monitor.decoding import decode_records
     from cdc_monitor.engine.cache import FrameCache
     from cdc_monitor.engine.facts import window_facts
     from cdc_monitor.sources.capture import read_capture
@@ -26,7 +26,7 @@ def main(paths: list[str]) -> dict[str, float]:
     t0 = time.perf_counter()
     cache = FrameCache()
     events = cache.materialize(decode_records(read_capture(spark, paths).records,
-                                              DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix)))
+                                              cfg.roles))
     costs["read_decode_materialize"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     facts = window_facts(events)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_monitor.errors import UsageError
-from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX, TRANSACTION_TOPIC_REGEX
+from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX, TRANSACTION_TOPIC_REGEX, TopicRoles, exact_topic_regex
 
 REGISTRY_SETTINGS = ("url", "basic_auth_user_info", "bearer_token")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
@@ -42,6 +42,10 @@ class ScanConfig:
     schema_registry: dict[str, str] = field(default_factory=dict)
     avro_json: bool = False  # capture values/keys are Avro-JSON text (kcat -s avro, kafka-avro-console-consumer)
 
+    @property
+    def roles(self) -> TopicRoles:
+        return TopicRoles(self.transaction_topic_regex, self.heartbeat_topic_prefix)
+
     def with_overrides(self, **values: Any) -> ScanConfig:
         known = {f.name for f in fields(self)}
         clean = {k: v for k, v in values.items() if v is not None and k in known}
@@ -59,7 +63,7 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
         if name in ("lag_threshold", "lag_threshold_ms"):
             out["lag_threshold_ms"] = parse_duration_ms(value, f"{origin}: lag_threshold")
         elif name == "transaction_topic":
-            out["transaction_topic_regex"] = "^" + re.escape(str(value)) + "$"
+            out["transaction_topic_regex"] = exact_topic_regex(str(value))
         elif name in {f.name for f in fields(ScanConfig)}:
             out[name] = value
         elif name not in ("tables", "spark", "kafka", "schema_registry"):
@@ -101,7 +105,7 @@ def load_config(path: str | None, env: dict[str, str] | None = None) -> ScanConf
     if "fail_on" in env_map:
         picked["fail_on"] = env_map["fail_on"]
     if "transaction_topic" in env_map:
-        picked["transaction_topic_regex"] = "^" + re.escape(env_map["transaction_topic"]) + "$"
+        picked["transaction_topic_regex"] = exact_topic_regex(env_map["transaction_topic"])
     # CDC_MONITOR_KAFKA_SASL_PASSWORD=... -> sasl.password: secrets stay off the command line
     kafka_env = {k[len("kafka_"):].replace("_", "."): v for k, v in env_map.items() if k.startswith("kafka_")}
     if kafka_env:

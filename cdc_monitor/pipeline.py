@@ -27,7 +27,7 @@ from cdc_monitor.checks.schema_changes import ddl_counts
 from cdc_monitor.checks.snapshots import snapshot_progress
 from cdc_monitor.checks.transactions import summary_frame, transaction_summary
 from cdc_monitor.config import ScanConfig
-from cdc_monitor.decoding import DecodeOptions, decode_records, without_texts
+from cdc_monitor.decoding import decode_records, without_texts
 from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import events_by_table, heartbeats, nulls_first, schema_versions, summary_counts
 from cdc_monitor.engine.collect import collect_all
@@ -134,8 +134,7 @@ def _value_format(records: DataFrame, cfg: ScanConfig, cache: FrameCache,
         return avro.records, {}
     from cdc_monitor.checks.avro import registry_findings, registry_ids
 
-    found = registry_findings(records.sparkSession, avro.usage, avro.schemas, cfg.transaction_topic_regex,
-                              cfg.heartbeat_topic_prefix)
+    found = registry_findings(records.sparkSession, avro.usage, avro.schemas, cfg.roles)
     if found is not None:
         finding_frames.append(found)
     return avro.records, registry_ids(avro.usage, avro.schemas)
@@ -169,11 +168,10 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         if progress is not None:
             progress(f"{name.replace('_', ' ')}: {timings[name]:.1f}s{detail}")
 
-    opts = DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix)
     cache = FrameCache()
     finding_frames: list[DataFrame] = []
     records, registry_ids = _value_format(source.records, cfg, cache, finding_frames)
-    decoded = cache.materialize(decode_records(records, opts))
+    decoded = cache.materialize(decode_records(records, cfg.roles))
     events = cache.materialize(without_texts(decoded))
     lap("read_decode")
     rejects_count = 0

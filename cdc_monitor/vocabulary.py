@@ -88,21 +88,57 @@ def txn_key(txn_id: str | None) -> str | None:
     return m.group(1) if m else txn_id
 
 # Topic roles besides data topics: Debezium's transaction topic is <prefix>.transaction and its
-# heartbeat topic __debezium-heartbeat.<prefix> (topic.heartbeat.prefix, configurable)
+# heartbeat topic __debezium-heartbeat.<prefix> (topic.heartbeat.prefix, configurable); schema
+# changes go to the topic named <prefix> itself and are told apart by their content (``ddl``)
+TRANSACTION_SUFFIX = ".transaction"
 TRANSACTION_TOPIC_REGEX = r".*\.transaction$"
 # the server a transaction topic's markers belong to: the topic's prefix, else its first dotted part
 TRANSACTION_SERVER_REGEX = r"^(.+)\.transaction$"
 HEARTBEAT_TOPIC_PREFIX = "__debezium-heartbeat"
 
 
-def transaction_servers(topics: list[str], transaction_topic_regex: str = TRANSACTION_TOPIC_REGEX) -> tuple[str, ...]:
-    """The servers whose transaction topic is among ``topics`` (named as the decoder names a marker's server)."""
-    out = set()
-    for topic in topics:
-        if re.search(transaction_topic_regex, topic):
-            m = re.match(TRANSACTION_SERVER_REGEX, topic)
-            out.add(m.group(1) if m else topic.split(".", 1)[0])
-    return tuple(sorted(out))
+@dataclass(frozen=True)
+class TopicRoles:
+    """Which topics are transaction and heartbeat topics, and the server each belongs to: defined
+    once, built from config (``ScanConfig.roles``, ``TopicRoles.named``). The decoder's column
+    expressions use the same patterns (``decoding/events.py``)."""
+
+    transaction_topic_regex: str = TRANSACTION_TOPIC_REGEX
+    heartbeat_topic_prefix: str = HEARTBEAT_TOPIC_PREFIX
+
+    @classmethod
+    def named(cls, transaction_topic: str | None = None, heartbeat_topic_prefix: str = HEARTBEAT_TOPIC_PREFIX
+              ) -> TopicRoles:
+        """With a transaction topic's name (``--transaction-topic``) only that topic is one; else
+        every ``<prefix>.transaction``."""
+        regex = exact_topic_regex(transaction_topic) if transaction_topic else TRANSACTION_TOPIC_REGEX
+        return cls(regex, heartbeat_topic_prefix)
+
+    @property
+    def heartbeat_server_regex(self) -> str:
+        return "^" + re.escape(self.heartbeat_topic_prefix) + r"\.(.+)$"
+
+    def is_transaction(self, topic: str) -> bool:
+        return re.search(self.transaction_topic_regex, topic) is not None
+
+    def is_heartbeat(self, topic: str) -> bool:
+        return topic.startswith(self.heartbeat_topic_prefix)
+
+    def server(self, topic: str) -> str:
+        """The server a topic belongs to as its name tells (a data event's own ``source.name`` comes first)."""
+        if self.is_transaction(topic) and (m := re.match(TRANSACTION_SERVER_REGEX, topic)):
+            return m.group(1)
+        if self.is_heartbeat(topic) and (m := re.match(self.heartbeat_server_regex, topic)):
+            return m.group(1)
+        return topic.split(".", 1)[0]
+
+    def transaction_servers(self, topics: list[str]) -> tuple[str, ...]:
+        """The servers whose transaction topic is among ``topics``."""
+        return tuple(sorted({self.server(t) for t in topics if self.is_transaction(t)}))
+
+
+def exact_topic_regex(topic: str) -> str:
+    return "^" + re.escape(topic) + "$"
 
 
 # the generator's fault labels beside a capture: ground truth, never read as records by a folder scan

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import RecordRule, dynamic_finding
-from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX, Rule
+from cdc_monitor.vocabulary import Rule, TopicRoles
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -74,13 +74,13 @@ def judge_schema(topic: str, role: str, text: str) -> list[tuple[str, str]]:
 
 
 def registry_findings(spark: SparkSession, usage: list[dict[str, Any]], schemas: dict[int, str],
-                      transaction_topic_regex: str, heartbeat_prefix: str = HEARTBEAT_TOPIC_PREFIX) -> DataFrame | None:
+                      roles: TopicRoles) -> DataFrame | None:
     """One finding per topic, schema id and rule broken, for the data topics' registry schemas."""
     rows: list[tuple[str, str, str]] = []
     seen: set[tuple[str, str, int]] = set()
     for use in sorted(usage, key=lambda u: (u["topic"], u["key_id"] or 0, u["value_id"] or 0)):
         topic = use["topic"]
-        if re.search(transaction_topic_regex, topic) or topic.startswith(heartbeat_prefix):
+        if roles.is_transaction(topic) or roles.is_heartbeat(topic):
             continue
         for role in ("key", "value"):
             sid = use[f"{role}_id"]

@@ -119,14 +119,14 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
 def scan_config(config_file: str | None, transaction_topic: str | None, lag_threshold: str | None = None,
                 **overrides: Any):
     """Defaults < config file < environment < flags."""
-    import re
 
     from cdc_monitor.config import load_config, parse_duration_ms
+    from cdc_monitor.vocabulary import exact_topic_regex
 
     cfg = load_config(config_file)
     return cfg.with_overrides(
         lag_threshold_ms=parse_duration_ms(lag_threshold, "--lag-threshold") if lag_threshold else None,
-        transaction_topic_regex="^" + re.escape(transaction_topic) + "$" if transaction_topic else None,
+        transaction_topic_regex=exact_topic_regex(transaction_topic) if transaction_topic else None,
         **overrides,
     )
 
@@ -300,7 +300,6 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
     from cdc_monitor.sources.kafka.client import BrokerInspector
     from cdc_monitor.sources.kafka.options import KafkaOptions
     from cdc_monitor.sources.kafka.planner import select_topics
-    from cdc_monitor.vocabulary import transaction_servers
     from cdc_monitor.watch.engine import WatchSettings
     from cdc_monitor.watch.state import StateStore
 
@@ -324,7 +323,7 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
         chosen = select_topics(opts, insp.topics())
     settings = WatchSettings(scan=cfg, key_ttl_ms=parse_duration_ms(key_ttl, "--key-ttl"),
                              grace_ms=parse_duration_ms(grace, "--grace"),
-                             transaction_servers=transaction_servers(chosen, cfg.transaction_topic_regex))
+                             transaction_servers=cfg.roles.transaction_servers(chosen))
     click.echo(f"cdc-monitor watch: {len(chosen)} topic(s): {', '.join(chosen[:8])}{' ...' if len(chosen) > 8 else ''}",
                err=True)
     from cdc_monitor.spark import get_spark

@@ -37,8 +37,6 @@ row's bytes and only the embedded-schema check reads them.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column
@@ -47,14 +45,7 @@ from pyspark.sql import functions as F
 from cdc_monitor.decoding.avro import PRE_COLUMNS
 from cdc_monitor.decoding.envelope import CORRUPT, JSON_OPTIONS, KEY_SCHEMA, PAYLOAD_FIELDS, VALUE_SCHEMA
 from cdc_monitor.decoding.positions import position_expr
-from cdc_monitor.vocabulary import (
-    CONNECTORS,
-    HEARTBEAT_TOPIC_PREFIX,
-    PG_TXN_ID,
-    TRANSACTION_SERVER_REGEX,
-    TRANSACTION_TOPIC_REGEX,
-    UNKNOWN_FLAVOUR,
-)
+from cdc_monitor.vocabulary import CONNECTORS, PG_TXN_ID, TRANSACTION_SERVER_REGEX, UNKNOWN_FLAVOUR, TopicRoles
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -66,12 +57,6 @@ CHANGE_OPS = ("c", "u", "d")
 TEXT_COLUMNS = ("value_text", "value_schema", "key_schema")
 TS_MIN_MS = 946_684_800_000  # 2000-01-01
 TS_MAX_MS = 4_102_444_800_000  # 2100-01-01
-
-
-@dataclass(frozen=True)
-class DecodeOptions:
-    transaction_topic_regex: str = TRANSACTION_TOPIC_REGEX
-    heartbeat_topic_prefix: str = HEARTBEAT_TOPIC_PREFIX
 
 
 def _flavour(src: Column, value_schema: Column) -> Column:
@@ -132,9 +117,9 @@ def _one_document(text: Column) -> Column:
     return F.coalesce(F.json_array_length(F.concat(F.lit("["), text, F.lit("]"))) == 1, F.lit(False))
 
 
-def decode_records(records: DataFrame, options: DecodeOptions | None = None, keep: tuple[str, ...] = ()) -> DataFrame:
+def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tuple[str, ...] = ()) -> DataFrame:
     """``keep``: columns of ``records`` passed through unchanged (watch keeps the raw record beside its decoding)."""
-    opts = options or DecodeOptions()
+    roles = roles or TopicRoles()
     value_text = F.col("value").cast("string")
     key_text = F.col("key").cast("string")
     base = records.select(
@@ -175,8 +160,8 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None, kee
     is_marker = fields["status"].isin("BEGIN", "END") & fields["op"].isNull()
     kind = (
         F.when(~has_value, F.lit("tombstone"))
-        .when(F.col("topic").rlike(opts.transaction_topic_regex), F.lit("transaction"))
-        .when(F.col("topic").startswith(opts.heartbeat_topic_prefix), F.lit("heartbeat"))
+        .when(F.col("topic").rlike(roles.transaction_topic_regex), F.lit("transaction"))
+        .when(F.col("topic").startswith(roles.heartbeat_topic_prefix), F.lit("heartbeat"))
         .when(is_marker, F.lit("transaction"))
         .when(
             fields["op"].isNull()
@@ -223,7 +208,7 @@ def decode_records(records: DataFrame, options: DecodeOptions | None = None, kee
     )
     # a heartbeat names its server in its topic (__debezium-heartbeat.<prefix>) and its key (serverName)
     heartbeat_server = F.coalesce(
-        F.nullif(F.regexp_extract("topic", "^" + re.escape(opts.heartbeat_topic_prefix) + r"\.(.+)$", 1), F.lit("")),
+        F.nullif(F.regexp_extract("topic", roles.heartbeat_server_regex, 1), F.lit("")),
         F.get_json_object(F.col("key_payload"), "$.serverName"))
     events = stage.withColumn("flavour", flavour).select(
         "topic", "partition", "offset", "record_ts_ms", "timestamp_type", "key", "value_text", *keep,

@@ -14,13 +14,14 @@ from cdc_monitor.errors import InputError
 from cdc_monitor.generator.records import Rec, Traffic, serialize
 from cdc_monitor.sources.kafka.client import unreachable
 from cdc_monitor.sources.kafka.options import KafkaOptions
-from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX
+from cdc_monitor.vocabulary import TopicRoles
 
 
 def topic_partitions(traffic: Traffic) -> dict[str, int]:
     out: dict[str, int] = {}
+    roles = TopicRoles.named(traffic.flavour.transaction_topic)
     for rec in traffic.records:
-        single = rec.topic == traffic.flavour.transaction_topic or rec.topic.startswith(HEARTBEAT_TOPIC_PREFIX)
+        single = roles.is_transaction(rec.topic) or roles.is_heartbeat(rec.topic)
         floor = 1 if single else traffic.partitions  # as Debezium creates them
         out[rec.topic] = max(out.get(rec.topic, floor), (rec.partition or 0) + 1)
     return out

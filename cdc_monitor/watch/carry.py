@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.lag import with_lag
-from cdc_monitor.decoding import DecodeOptions, decode_records
+from cdc_monitor.decoding import decode_records
 from cdc_monitor.errors import EnvironmentProblem
 from cdc_monitor.jvm import OPERATOR_JAR
 
@@ -322,8 +322,7 @@ def carry_input(stream: DataFrame, scan: ScanConfig) -> DataFrame:
         raw = decode_wire_format(raw, RegistrySchemas(registry))
     elif scan.avro_json:
         raw = decode_avro_json(raw)
-    opts = DecodeOptions(scan.transaction_topic_regex, scan.heartbeat_topic_prefix)
-    ev = with_lag(decode_records(raw, opts, keep=("raw_key", "raw_value", "record_us", "raw_tstype", "headers_json")))
+    ev = with_lag(decode_records(raw, scan.roles, keep=("raw_key", "raw_value", "record_us", "raw_tstype", "headers_json")))
     keyed = F.col("kind").isin("data", "tombstone") & F.col("decode_error").isNull() & F.col("key_payload").isNotNull()
     tp = [F.col("topic"), F.col("partition").cast("string")]
     marker = ((F.col("kind") == "transaction") & F.col("decode_error").isNull() & F.col("status").isin("BEGIN", "END")

@@ -29,7 +29,7 @@ from cdc_monitor.checks.findings import FINDING_COLUMNS
 from cdc_monitor.checks.lag import lag_row_ms
 from cdc_monitor.checks.registry import run_checks
 from cdc_monitor.config import ScanConfig
-from cdc_monitor.decoding import DecodeOptions, decode_records, without_texts
+from cdc_monitor.decoding import decode_records, without_texts
 from cdc_monitor.decoding.avro import avro_as_json
 from cdc_monitor.decoding.events import txn_key
 from cdc_monitor.engine.cache import FrameCache
@@ -55,6 +55,8 @@ from cdc_monitor.watch.state import PartitionHistory, StateStore, WatchState, ad
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from cdc_monitor.vocabulary import TopicRoles
 
 FINAL = ("complete", "missing_end", "missing_begin", "unverifiable")
 FLAGS = ("is_new", "tail", "candidate")
@@ -100,17 +102,15 @@ def _key(*parts: Any) -> str:
     return "|".join(str(p) for p in parts)
 
 
-def _partitions(state: WatchState, txn_regex: str, batch_id: int) -> list[dict[str, Any]]:
+def _partitions(state: WatchState, roles: TopicRoles, batch_id: int) -> list[dict[str, Any]]:
     """from_start per partition as the stream saw it: data partitions read from offset 0 whose key
     history was never evicted; transaction-topic partitions also once read in an earlier batch
     (every BEGIN since then has been seen, so an END without one is missing_begin)."""
-    import re
-
     rows = []
     for k, h in state.partitions.items():
         topic, part = k.rsplit("|", 1)
         from_start = h.first_offset == 0 and not h.evicted
-        if re.search(txn_regex, topic):
+        if roles.is_transaction(topic):
             from_start = h.first_offset == 0 or h.first_batch < batch_id
         rows.append({"topic": topic, "partition": int(part), "from_start": from_start, "min_ts_ms": h.first_ts})
     return rows
@@ -189,8 +189,7 @@ def _events(out: DataFrame, cfg: ScanConfig, cache: FrameCache) -> DataFrame:
         F.lit(False).alias("is_new"), F.max(F.col("role") == TAIL).alias("tail"),
         F.max(F.col("role") == CANDIDATE).alias("candidate"))
     records = kafka_rows(new.drop("role").unionByName(context))
-    opts = DecodeOptions(cfg.transaction_topic_regex, cfg.heartbeat_topic_prefix)
-    return decode_records(avro_as_json(records, cfg, cache).records, opts, keep=FLAGS)
+    return decode_records(avro_as_json(records, cfg, cache).records, cfg.roles, keep=FLAGS)
 
 
 def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pending: DataFrame, state: WatchState,
@@ -199,7 +198,7 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
     """The batch's outcome, its open transactions (server, key) and the servers whose markers it
     holds (as ``_key`` spells them)."""
     cfg = settings.scan
-    facts = facts_from_rows(census_frame(events).collect(), _partitions(state, cfg.transaction_topic_regex, batch_id))
+    facts = facts_from_rows(census_frame(events).collect(), _partitions(state, cfg.roles, batch_id))
     for beat in heartbeats(facts.rows):  # the newest per server, kept across batches for the gauge
         if beat["last_ts_ms"] is not None:
             server = beat["server"] or ""

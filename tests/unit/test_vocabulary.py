@@ -1,6 +1,6 @@
 """The shared vocabulary, Spark-free, and its Spark column twin."""
 
-from cdc_monitor.vocabulary import ALLOWED_OPS, OPS, transaction_servers, txn_key
+from cdc_monitor.vocabulary import ALLOWED_OPS, OPS, TopicRoles, txn_key
 
 
 def test_postgresql_ids_reconcile_by_txid_others_whole():
@@ -37,7 +37,33 @@ def test_docs_rules_table_is_the_catalogue():
     assert table == rules_markdown(), "docs/rules.md is behind the catalogue: regenerate its table (see rules_markdown)"
 
 
-def test_transaction_servers_are_named_as_the_decoder_names_a_markers_server():
+def test_topic_roles_name_transaction_and_heartbeat_topics_and_their_servers():
     topics = ["pg.public.orders", "pg.transaction", "a.b.transaction", "__debezium-heartbeat.pg", "txns"]
-    assert transaction_servers(topics) == ("a.b", "pg")
-    assert transaction_servers(topics, r"^txns$") == ("txns",)  # --transaction-topic txns: its first dotted part
+    roles = TopicRoles()
+    assert [roles.is_transaction(t) for t in topics] == [False, True, True, False, False]
+    assert [roles.is_heartbeat(t) for t in topics] == [False, False, False, True, False]
+    assert [roles.server(t) for t in topics] == ["pg", "pg", "a.b", "pg", "txns"]
+    assert roles.transaction_servers(topics) == ("a.b", "pg")
+    named = TopicRoles.named("txns")  # --transaction-topic txns: only that one, its server its first dotted part
+    assert named.transaction_servers(topics) == ("txns",) and not named.is_transaction("pg.transaction")
+    assert TopicRoles.named("a.b+c").is_transaction("a.b+c") and not TopicRoles.named("a.b+c").is_transaction("aXbbc")
+
+
+def test_the_decoders_topic_roles_are_the_vocabularys(spark):
+    """The decoder's column expressions (kind, a marker's and a heartbeat's server) agree with TopicRoles."""
+    from datetime import UTC, datetime
+
+    from cdc_monitor.decoding import decode_records
+    from cdc_monitor.sources.base import KAFKA_SCHEMA
+
+    roles = TopicRoles(heartbeat_topic_prefix="__hb")
+    marker = b'{"status": "BEGIN", "id": "1", "event_count": null, "data_collections": null, "ts_ms": 1}'
+    topics = ["pg.transaction", "a.b.transaction", "__hb.pg", "__debezium-heartbeat.pg"]
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [(None, marker if "transaction" in t else b'{"ts_ms": 1}', t, 0, i, at, 0, None) for i, t in enumerate(topics)]
+    got = decode_records(spark.createDataFrame(rows, KAFKA_SCHEMA), roles).select("topic", "kind", "server").collect()
+    kinds = {r["topic"]: r["kind"] for r in got}
+    assert [kinds[t] == "transaction" for t in topics] == [roles.is_transaction(t) for t in topics]
+    assert [kinds[t] == "heartbeat" for t in topics] == [roles.is_heartbeat(t) for t in topics]
+    assert {r["topic"]: r["server"] for r in got if r["kind"] != "data"} == {
+        t: roles.server(t) for t in topics if roles.is_transaction(t) or roles.is_heartbeat(t)}

@@ -21,6 +21,7 @@ from cdc_monitor.sources.kafka.client import BrokerInspector
 from cdc_monitor.sources.kafka.options import EARLIEST, LATEST, KafkaOptions
 from cdc_monitor.sources.kafka.planner import OffsetRange, plan_ranges, select_topics
 from cdc_monitor.sources.kafka.reader import read_range
+from cdc_monitor.vocabulary import TopicRoles
 
 FORMAT = "cdc_kafka"
 PLANNED_RANGES = "plannedRanges"  # internal: a JSON list of ranges planned by the caller (skips planning)
@@ -97,10 +98,6 @@ def cap_offsets(start: dict[tuple[str, int], int], latest: dict[tuple[str, int],
     return out
 
 
-def is_transaction_topic(topic: str, opts: KafkaOptions) -> bool:
-    return topic == opts.transaction_topic or topic.endswith(".transaction")
-
-
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches of offset ranges; new partitions and topics (by pattern) start at their log start."""
 
@@ -117,7 +114,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             existing = insp.topics()
             tps = [(t, p) for t in select_topics(self.opts, existing) for p in range(existing[t])]
             marks = insp.watermarks(tps)
-            txn = {tp: m for tp, m in marks.items() if is_transaction_topic(tp[0], self.opts)}
+            roles = TopicRoles.named(self.opts.transaction_topic)
+            txn = {tp: m for tp, m in marks.items() if roles.is_transaction(tp[0])}
             ends = insp.true_ends(txn)
             ends |= insp.true_ends({tp: m for tp, m in marks.items() if tp not in txn})
             return {tp: m[0] for tp, m in marks.items()}, ends

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from cdc_monitor.errors import InputError
 from cdc_monitor.sources.kafka.client import TP, BrokerInspector
 from cdc_monitor.sources.kafka.options import DEFAULT_EXCLUDE, EARLIEST, LATEST, KafkaOptions
+from cdc_monitor.vocabulary import TRANSACTION_SUFFIX
 
 log = logging.getLogger("cdc_monitor.kafka")
 
@@ -41,7 +42,7 @@ def transaction_topics(selected: list[str], existing: set[str]) -> list[str]:
     for topic in selected:
         parts = topic.split(".")
         for i in range(1, len(parts)):
-            candidate = ".".join(parts[:i]) + ".transaction"
+            candidate = ".".join(parts[:i]) + TRANSACTION_SUFFIX
             if candidate in existing:
                 found.add(candidate)
     return sorted(found - set(selected))
