@@ -153,7 +153,7 @@ def test_events_read_before_their_servers_first_marker_wait_for_their_transactio
     measured before the data topics, so a batch can hold a transaction's data events and none of
     the server's markers yet. Those events are held (the server's transaction topic is in the
     stream) and the transactions are complete once their markers arrive; clean traffic, no finding."""
-    traffic = generate("mysql", events=300, seed=31)
+    traffic = generate("mysql", events=150, seed=31, schemas=False)
     write_capture(traffic, tmp_path / "f.jsonl")
     records = read_capture(spark, [str(tmp_path / "f.jsonl")]).records.cache()
     ts = F.unix_millis("timestamp")
