@@ -117,7 +117,7 @@ class BrokerInspector:
         deadline = started + self.opts.timeout_s
         received: set[TP] = set()
         while pending and time.monotonic() < deadline:
-            for msg in self.consumer.consume(num_messages=10_000, timeout=0.2):
+            for msg in self.consumer.consume(num_messages=10_000, timeout=0.05):
                 tp = (msg.topic(), msg.partition())
                 err = msg.error()
                 if err is None:

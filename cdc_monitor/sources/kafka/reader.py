@@ -70,8 +70,11 @@ def read_range(opts: KafkaOptions, rng: OffsetRange, batch_rows: int = BATCH_ROW
         cols = _Columns()
         last_progress = time.monotonic()
         done = False
+        next_offset = rng.start
         while not done:
-            msgs = consumer.consume(num_messages=5000, timeout=0.5)
+            # no more than the range still holds: consume() returns once it has that many, instead of
+            # waiting out its timeout for records past the range (0.5 s per range and micro-batch)
+            msgs = consumer.consume(num_messages=max(1, min(5000, rng.end - next_offset)), timeout=0.5)
             if msgs:
                 last_progress = time.monotonic()
             elif time.monotonic() - last_progress > opts.read_timeout_s:
@@ -86,6 +89,7 @@ def read_range(opts: KafkaOptions, rng: OffsetRange, batch_rows: int = BATCH_ROW
                         continue
                     raise InputError(f"reading {rng.topic}[{rng.partition}] failed: {err.str()}")
                 off = msg.offset()
+                next_offset = off + 1
                 if off >= rng.end:
                     done = True
                     break
