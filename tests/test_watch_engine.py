@@ -168,3 +168,28 @@ def test_events_read_before_their_servers_first_marker_wait_for_their_transactio
     txns = {r.txn_id for r in traffic.records if r.txn_id}
     assert state.totals["transactions"] == {f"{server}|complete": len(txns) - 1}  # the newest one stays open
     assert len(state.open_txns) == 1
+
+
+def test_an_end_read_ahead_waits_for_partitions_that_have_shown_no_transaction_yet(spark, tmp_path):
+    """A per-trigger cap reads the transaction topic ahead and each data partition by a share: the
+    first batch holds every marker, the data up to the median record time, but of one partition
+    only its snapshot records (no event of a transaction). An END whose events lie there is held
+    until they arrive, since the topics' partition counts are known (the CLI passes them); clean
+    traffic, no finding."""
+    from cdc_monitor.generator.produce import topic_partitions
+
+    traffic = generate("postgresql", events=150, seed=41, schemas=False)
+    write_capture(traffic, tmp_path / "f.jsonl")
+    records = read_capture(spark, [str(tmp_path / "f.jsonl")]).records.cache()
+    ts = F.unix_millis("timestamp")
+    cut = records.select(F.percentile_approx(ts, 0.5)).first()[0]
+    topic = sorted(t for t in topic_partitions(traffic) if ".public." in t)[0]
+    lagging = (F.col("topic") == topic) & (F.col("partition") == 0)
+    first = records.where(F.col("topic").endswith(".transaction") | ((ts < cut) & ~lagging)
+                          | (lagging & (F.get_json_object(F.col("value").cast("string"), "$.op") == "r")))
+    stage([first, records.subtract(first)], tmp_path / "in")
+    settings = WatchSettings(transaction_servers=(traffic.flavour.server,),
+                             topic_partitions=tuple(topic_partitions(traffic).items()))
+    _, state = run_stream(spark, tmp_path / "in", tmp_path / "ckpt", settings)
+    assert rule_totals(state) == Counter()
+    assert len(state.open_txns) == 1

@@ -320,10 +320,12 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
         options["maxOffsetsPerTrigger"] = str(max_offsets_per_trigger)
     opts = KafkaOptions.from_options(options)
     with BrokerInspector(opts) as insp:  # unreachable broker or no topic: exit 2 before Spark starts
-        chosen = select_topics(opts, insp.topics())
+        existing = insp.topics()
+        chosen = select_topics(opts, existing)
     settings = WatchSettings(scan=cfg, key_ttl_ms=parse_duration_ms(key_ttl, "--key-ttl"),
                              grace_ms=parse_duration_ms(grace, "--grace"),
-                             transaction_servers=cfg.roles.transaction_servers(chosen))
+                             transaction_servers=cfg.roles.transaction_servers(chosen),
+                             topic_partitions=tuple((t, existing[t]) for t in chosen))
     click.echo(f"cdc-monitor watch: {len(chosen)} topic(s): {', '.join(chosen[:8])}{' ...' if len(chosen) > 8 else ''}",
                err=True)
     from cdc_monitor.spark import get_spark

@@ -84,6 +84,9 @@ class CarrySettings:
     # held as orphan candidates even before the server's first marker is read (a batch can hold a
     # transaction's events before its BEGIN: the transaction topic is measured first)
     transaction_servers: tuple[str, ...] = ()
+    # partitions of each data topic the stream reads, (topic, count) pairs: a held END waits for
+    # every partition of a short collection, also those that have shown no event of a transaction
+    topic_partitions: tuple[tuple[str, int], ...] = ()
 
 
 def _pack(row: tuple[Any, ...]) -> list[Any]:
@@ -160,11 +163,14 @@ def _transactions(markers: list[list[Any]]) -> tuple[set[str], dict[str, list[An
     return open_ids, ends
 
 
-def _short(end: list[Any], data: list[list[Any]], progress: dict[str, list[Any]], now: float, await_s: float) -> bool:
+def _short(end: list[Any], data: list[list[Any]], progress: dict[str, list[Any]], now: float, await_s: float,
+           partitions: dict[str, int] | None = None) -> bool:
     """Whether an ended transaction may still be missing events that are on their way: its END
     counts more than have been seen and some partition of a short collection has not yet shown a
-    record at or after the END's time (or the collection has shown none). For at most ``await_s``:
-    a transaction that is really incomplete is reported that much later when its table is quiet."""
+    record at or after the END's time (or the collection has shown none; with ``partitions``, the
+    partition count of its topics, a partition that has shown no event of a transaction yet counts
+    as not shown). For at most ``await_s``: a transaction that is really incomplete is reported
+    that much later when its table is quiet."""
     import orjson
 
     if now - end[-1] >= await_s or not end[COUNTS]:
@@ -180,6 +186,11 @@ def _short(end: list[Any], data: list[list[Any]], progress: dict[str, list[Any]]
     # (an END whose total is short and that names no collection: any data partition may bring them)
     if any(ts < end_ts for tbl, ts in progress.values() if not short or tbl in short):
         return True
+    if partitions:  # the short collections' partitions that have not shown an event of a transaction yet
+        topics = {k.rsplit("|", 1)[0] for k, (tbl, _) in progress.items() if not short or tbl in short}
+        topics |= {r[0] for r in data if not short or r[TBL] in short}
+        if any(f"{t}|{p}" not in progress for t in topics for p in range(partitions.get(t, 0))):
+            return True
     return bool(short - {tbl for tbl, _ in progress.values()})
 
 
@@ -207,7 +218,7 @@ def _server(st: dict[str, Any], pdf: pd.DataFrame | None, cfg: CarrySettings, no
         if r[SKIND] == "data":
             data_of.setdefault(r[TXN], []).append(r)
     pending = {t for t, end in ends.items() if t not in open_ids
-               and _short(end, data_of.get(t, []), progress, now, cfg.await_ms / 1000)}
+               and _short(end, data_of.get(t, []), progress, now, cfg.await_ms / 1000, dict(cfg.topic_partitions))}
     held_ids = open_ids | pending
     on_marker = {r[TXN] for r in markers}
     finalized = [t for t in dict.fromkeys(r[TXN] for r in markers) if t not in held_ids and t not in final_set]

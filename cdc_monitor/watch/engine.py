@@ -78,10 +78,11 @@ class WatchSettings:
     final_memory: int = 200_000  # ids of finalized transactions remembered (a replayed event of one is no orphan)
     narrow_from_rows: int = NARROW_FROM_ROWS
     transaction_servers: tuple[str, ...] = ()  # servers whose transaction topic the stream reads
+    topic_partitions: tuple[tuple[str, int], ...] = ()  # (topic, partitions) of the topics it reads
 
     def carry(self) -> CarrySettings:
         return CarrySettings(self.key_history, self.key_ttl_ms, self.await_ms, self.final_memory,
-                             self.transaction_servers)
+                             self.transaction_servers, self.topic_partitions)
 
 
 @dataclass

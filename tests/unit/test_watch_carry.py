@@ -136,6 +136,21 @@ def test_an_ended_transaction_is_held_while_its_events_are_on_their_way():
     assert roles(out)[PENDING] == [9] and st["final"][-1] == "4"
 
 
+def test_a_held_end_waits_for_partitions_that_have_shown_no_event_of_a_transaction():
+    """db.t has two partitions; partition 0 has passed the END's time, partition 1 has shown only
+    records outside transactions (a snapshot) so far: with the topics' partition counts, held;
+    without them (a partition never seen is not known to exist), judged at once."""
+    batch = frame([marker(0, "BEGIN", "1", 100), marker(1, "END", "1", 110, {"db.t": 2}), marker(2, "BEGIN", "2", 120),
+                   data(10, "1", 105), data(11, "2", 121)], ROW + S_META)
+    counted = CarrySettings(key_history=2, await_ms=60_000, final_memory=3, topic_partitions=(("s.t", 2),))
+    out, st = _server({}, batch, counted, now=0.0)
+    assert roles(out) == {PENDING: [1]} and st["final"] == []
+    out, st = _server(st, frame([data(3, "1", 107, partition=1)], ROW + S_META), counted, now=1.0)
+    assert PENDING not in roles(out) and st["final"] == ["1"]  # its second event: complete
+    out, _ = _server({}, batch, CFG, now=0.0)
+    assert PENDING not in roles(out)
+
+
 def test_rows_held_by_the_previous_state_format_still_load():
     """A checkpoint of the version before tbl/counts: its held rows are read, not misread (their
     table unknown, a transaction they belong to waits out the await time once)."""
