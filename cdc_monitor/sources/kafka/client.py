@@ -16,7 +16,7 @@ from cdc_monitor.errors import InputError
 from cdc_monitor.sources.kafka.options import KafkaOptions
 
 TP = tuple[str, int]
-SETTLE_S = 2.0  # how long true_ends waits for the end of a partition that keeps receiving records
+SETTLE_S = 0.25  # how long true_ends waits for the end of a partition that keeps receiving records
 _QUIET = logging.getLogger("cdc_monitor.kafka.librdkafka")  # librdkafka's own chatter (connection retries)
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
