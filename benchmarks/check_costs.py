@@ -25,8 +25,7 @@ def main(paths: list[str]) -> dict[str, float]:
     costs: dict[str, float] = {}
     t0 = time.perf_counter()
     cache = FrameCache()
-    events = cache.materialize(decode_records(read_capture(spark, paths).records,
-                                              cfg.roles))
+    events = cache.materialize(decode_records(read_capture(spark, paths).records, cfg.roles))
     costs["read_decode_materialize"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     facts = window_facts(events)

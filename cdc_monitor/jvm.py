@@ -44,12 +44,12 @@ SMALL_INPUT = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 CLASSPATH_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
 # watch's JVM operator (cdc_monitor/java, built by scripts/build_jar.sh): every session has it in spark.jars
 OPERATOR_JAR = Path(__file__).resolve().parent / "java" / "cdc-monitor-operators.jar"
+DUMP_TIMEOUT_S = 300
 
 
 def with_operator_jar(jars: str | None) -> str:
     """A session's ``spark.jars``: the user's jars, then the operator jar."""
     return ",".join(j for j in (jars, str(OPERATOR_JAR)) if j)
-DUMP_TIMEOUT_S = 300
 
 
 def enabled() -> bool:

@@ -91,9 +91,9 @@ def txn_key(txn_id: str | None) -> str | None:
 # heartbeat topic __debezium-heartbeat.<prefix> (topic.heartbeat.prefix, configurable); schema
 # changes go to the topic named <prefix> itself and are told apart by their content (``ddl``)
 TRANSACTION_SUFFIX = ".transaction"
-TRANSACTION_TOPIC_REGEX = r".*\.transaction$"
+TRANSACTION_TOPIC_REGEX = ".*" + re.escape(TRANSACTION_SUFFIX) + "$"
 # the server a transaction topic's markers belong to: the topic's prefix, else its first dotted part
-TRANSACTION_SERVER_REGEX = r"^(.+)\.transaction$"
+TRANSACTION_SERVER_REGEX = "^(.+)" + re.escape(TRANSACTION_SUFFIX) + "$"
 HEARTBEAT_TOPIC_PREFIX = "__debezium-heartbeat"
 
 

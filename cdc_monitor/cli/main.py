@@ -119,7 +119,6 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
 def scan_config(config_file: str | None, transaction_topic: str | None, lag_threshold: str | None = None,
                 **overrides: Any):
     """Defaults < config file < environment < flags."""
-
     from cdc_monitor.config import load_config, parse_duration_ms
     from cdc_monitor.vocabulary import exact_topic_regex
 

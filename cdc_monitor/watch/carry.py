@@ -217,8 +217,9 @@ def _server(st: dict[str, Any], pdf: pd.DataFrame | None, cfg: CarrySettings, no
     for r in rows:
         if r[SKIND] == "data":
             data_of.setdefault(r[TXN], []).append(r)
+    partitions = dict(cfg.topic_partitions)
     pending = {t for t, end in ends.items() if t not in open_ids
-               and _short(end, data_of.get(t, []), progress, now, cfg.await_ms / 1000, dict(cfg.topic_partitions))}
+               and _short(end, data_of.get(t, []), progress, now, cfg.await_ms / 1000, partitions)}
     held_ids = open_ids | pending
     on_marker = {r[TXN] for r in markers}
     finalized = [t for t in dict.fromkeys(r[TXN] for r in markers) if t not in held_ids and t not in final_set]
