@@ -2,18 +2,19 @@
 
 import json
 
-from cdc_monitor.checks.schema import _SHAPE_SQL, _payload_sql
 from cdc_monitor.checks.variant_shape import parse_shape
+from cdc_monitor.decoding.events import _payload_shapes
 
 
 def test_spark_shapes_parse_with_quoted_names_and_dropped_decimal_precision(spark):
     payload = {"after": {"id": 1, "a b": 2.5, "c`d": [1, "x"], "e:f": {"value": 1.25}, "": None, "big": 10**20},
                "op": "c", "n": True}
-    frame = spark.createDataFrame([(json.dumps({"schema": {}, "payload": payload}),)], "value_text string")
-    row = frame.selectExpr(*[f"{_SHAPE_SQL.replace('payload', _payload_sql('value_text', only))} AS {name}"
-                             for name, only in (("a", True), ("b", False))]).first()
-    assert row["a"] == row["b"]
-    text = row["a"]
+    text = json.dumps({"schema": {}, "payload": payload})
+    frame = spark.createDataFrame([(text, text, "{}", "{}", True)],
+                                  "value_text string, key string, value_schema string, key_schema string, data_event boolean")
+    row = _payload_shapes(frame).first()  # a value's payload parsed alone, a key parsed whole: one shape
+    assert row["value_shape"] == row["key_shape"]
+    text = row["value_shape"]
     assert "DECIMAL(" not in text
     shape = parse_shape(text)
     after = shape.fields["after"].fields

@@ -197,18 +197,6 @@ def topic_findings(events: DataFrame) -> DataFrame:
 
 
 # -- embedded schema rules --------------------------------------------------------------------
-def _payload_sql(text_col: str, payload_only: bool) -> str:
-    """The payload parsed into a variant. ``payload_only`` parses just the payload (get_json_object
-    skips the schema's tokens; 1.5 s instead of 2.3 s for 100k events, measured); it would miss a
-    bare string payload, which only a key can have (keys are small and parsed whole)."""
-    return (f"try_parse_json(get_json_object({text_col}, '$.payload'))" if payload_only
-            else f"try_variant_get(try_parse_json({text_col}), '$.payload', 'variant')")
-
-
-# The payload's shape (variant_shape.py) as Spark computes it, decimal precision dropped.
-_SHAPE_SQL = r"regexp_replace(schema_of_variant(payload), 'DECIMAL\\(\\d+,\\d+\\)', 'DECIMAL')"
-
-
 def _judge(schema: dict, label: str, shape_text: str, topic: str | None) -> dict[str, str]:
     """Problem texts of one (schema, shape[, topic]) per rule; rules without a problem are left out."""
     checks = compile_schema(schema, skip=SKIP_NULL_CHECK, unwrap_top=label == "key")
@@ -278,15 +266,15 @@ def _problem_rows(problems: dict[str, list[tuple[str, str]]], checks_by_hash: di
     return F.when(F.coalesce(ranged, F.lit("")) == "", probs).when(has_tm, merged_tm).otherwise(added)
 
 
-SIDES = (("value_schema", "value_text", "value"), ("key_schema", "key", "key"))
+SIDES = (("value_schema", "value"), ("key_schema", "key"))
 
 
-def _shaped(data: DataFrame, column: str, text_col: str, label: str) -> DataFrame:
+def _shaped(data: DataFrame, column: str, label: str) -> DataFrame:
+    """Records with an embedded ``label`` schema, their payload (variant) and its shape, as decoded."""
     return (
         data.where(F.col(column + "_hash").isNotNull())
-        .selectExpr(*LOC_COLUMNS, f"{column}_hash AS hash", f"{column} AS schema_text",
-                    f"{_payload_sql(text_col, payload_only=label != 'key')} AS payload")
-        .selectExpr("*", f"{_SHAPE_SQL} AS shape")
+        .select(*LOC_COLUMNS, F.col(f"{column}_hash").alias("hash"), F.col(column).alias("schema_text"),
+                F.col(f"{label}_variant").alias("payload"), F.col(f"{label}_shape").alias("shape"))
         .where("shape IS NOT NULL")  # decoded by from_json, so a variant-only parse failure
     )
 
@@ -294,7 +282,8 @@ def _shaped(data: DataFrame, column: str, text_col: str, label: str) -> DataFram
 def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
     """Findings of every record against its own embedded key and value schema.
 
-    Each record gets the shape of its payload (one generic expression, whatever the schema);
+    Each record has the shape of its payload (decoded with it: one generic expression, whatever
+    the schema);
     the distinct (side, schema, shape) triples, few, are collected with their schema text in one
     aggregate (one Spark job for keys and values) and judged on the driver (variant_shape.py).
     The verdicts then ride back to the records as a literal map (no join), with the range of
@@ -302,13 +291,13 @@ def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
     are judged per topic too (the key schema name must match it).
     """
     data = _data(events)
-    shaped = {label: _shaped(data, column, text_col, label) for column, text_col, label in SIDES}
+    shaped = {label: _shaped(data, column, label) for column, label in SIDES}
     groups = [shaped[label].groupBy("hash", "shape", *(["topic"] if label == "key" else [F.lit(None).cast("string")
                                                                                         .alias("topic")]))
-              .agg(F.first("schema_text").alias("schema_text")).withColumn("side", F.lit(label)) for _, _, label in SIDES]
+              .agg(F.first("schema_text").alias("schema_text")).withColumn("side", F.lit(label)) for _, label in SIDES]
     pairs = groups[0].unionByName(groups[1]).collect()
     frames: list[DataFrame] = []
-    for _, _, label in SIDES:
+    for _, label in SIDES:
         by_topic = label == "key"
         schemas: dict[int, dict | None] = {}
         problems: dict[str, list[tuple[str, str]]] = {}

@@ -21,6 +21,7 @@ One ``from_json`` per value and per key; everything else is column expressions. 
 | position | comparable connector position (``array<bigint>``) |
 | source, before, after | parsed source struct; raw row images |
 | value_schema, key_schema, key_payload | raw embedded schemas and the key's payload text |
+| value_variant, value_shape, key_variant, key_shape | payloads with an embedded schema, parsed, and their shapes |
 | status, marker_id, marker_event_count, marker_collections | transaction-topic BEGIN/END fields |
 | pk_change | the record carries ``__debezium.oldkey``/``newkey`` headers |
 | ddl_tables | schema-change events: the tables the DDL is about (``tableChanges[].id``, else its DDL text) |
@@ -54,7 +55,8 @@ EVENT_KINDS = ("data", "tombstone", "transaction", "schema_change", "heartbeat")
 SNAPSHOT_VALUES = ("true", "last", "first", "incremental", "first_in_data_collection", "last_in_data_collection")
 SNIPPET = 80
 CHANGE_OPS = ("c", "u", "d")
-TEXT_COLUMNS = ("value_text", "value_schema", "key_schema")
+# what only the embedded-schema check reads: the raw texts and the payloads parsed for it
+TEXT_COLUMNS = ("value_text", "value_schema", "key_schema", "value_variant", "value_shape", "key_variant", "key_shape")
 TS_MIN_MS = 946_684_800_000  # 2000-01-01
 TS_MAX_MS = 4_102_444_800_000  # 2100-01-01
 
@@ -268,12 +270,30 @@ def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tu
     # the derived flags every check reads, defined here once
     data_event = (F.col("kind") == "data") & F.col("decode_error").isNull()
     snapshot_event = F.coalesce((F.col("op") == "r") | F.col("snapshot"), F.lit(False))
-    return events.withColumns({
+    return _payload_shapes(events.withColumns({
         "data_event": data_event,
         "change_event": data_event & F.coalesce(F.col("op").isin(*CHANGE_OPS), F.lit(False)) & ~snapshot_event,
         "snapshot_event": data_event & snapshot_event,
         "envelope": data_event & ~non_envelope(),
-    })
+    }))
+
+
+# A payload's shape (checks/variant_shape.py) as Spark computes it, decimal precision dropped.
+SHAPE_SQL = r"regexp_replace(schema_of_variant({}), 'DECIMAL\\(\\d+,\\d+\\)', 'DECIMAL')"
+
+
+def _payload_shapes(events: DataFrame) -> DataFrame:
+    """The payloads of data events with an embedded schema, parsed into variants, and their shapes:
+    what the embedded-schema check judges (value_variant/value_shape, key_variant/key_shape).
+    Parsed here, in the decode pass, so a scan parses them once (the check's shapes job and its
+    findings each parsed them again). A value's payload is parsed alone (get_json_object skips
+    the schema's tokens); a key is parsed whole (a bare string payload is a key's only)."""
+    value = F.when(F.col("data_event") & F.col("value_schema").isNotNull(),
+                   F.expr("try_parse_json(get_json_object(value_text, '$.payload'))"))
+    key = F.when(F.col("data_event") & F.col("key_schema").isNotNull(),
+                 F.expr("try_variant_get(try_parse_json(key), '$.payload', 'variant')"))
+    return events.withColumns({"value_variant": value, "key_variant": key}).withColumns({
+        "value_shape": F.expr(SHAPE_SQL.format("value_variant")), "key_shape": F.expr(SHAPE_SQL.format("key_variant"))})
 
 
 DDL_TABLE = (r"(?i)^\s*(?:CREATE|ALTER|DROP|RENAME|TRUNCATE)\s+(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?"
