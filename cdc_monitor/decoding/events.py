@@ -115,8 +115,10 @@ def txn_key(txn_id: Column) -> Column:
 def _one_document(text: Column) -> Column:
     """The text is exactly one JSON document. Spark's JSON readers stop after the first value, so
     ``{"id": 1}<TAB>{...}`` or ``{...}^{...}`` would decode as its first object: parsed inside an
-    array, anything after the first value makes the array invalid (null) or longer than 1."""
-    return F.coalesce(F.json_array_length(F.concat(F.lit("["), text, F.lit("]"))) == 1, F.lit(False))
+    array with a sentinel element after it, anything after the first value makes the array
+    invalid (null) or of another length (a stray ``]`` ends it early: ``{...}]`` is 1 element,
+    which an array closed right after the text did not tell from one document)."""
+    return F.coalesce(F.json_array_length(F.concat(F.lit("["), text, F.lit(",0]"))) == 2, F.lit(False))
 
 
 def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tuple[str, ...] = ()) -> DataFrame:
