@@ -148,6 +148,7 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    jvm_calls.numpy_converters_on_demand()  # before the first JVM call (pandas imported only if needed)
     builder = SparkSession.builder.appName("cdc-monitor").master(master)
     settings = dict(LOCAL_DEFAULTS) if local else dict(CLUSTER_DEFAULTS)
     if small_input and not local:

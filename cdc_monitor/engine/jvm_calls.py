@@ -72,8 +72,18 @@ def _wrap(original: Any, function: str, kinds: tuple[type, ...]) -> Any:
         from pyspark.sql.classic.column import Column, get_active_spark_context
         from pyspark.sql.utils import is_remote
 
-        if type(value) in kinds and not is_remote():
+        if is_remote():
+            return original(value)
+        if type(value) in kinds:
             return Column(_value(get_active_spark_context(), function, value))
+        # Columns and lists of scalars as PySpark's lit takes them, without the import of
+        # pyspark.testing.utils (and so of pandas, 0.28 s) it runs first on every call
+        if function == "lit" and isinstance(value, Column):
+            return value
+        if function == "lit" and isinstance(value, list) and all(type(v) in kinds for v in value):
+            from pyspark.sql.functions import array
+
+            return array(*[wrapper(v) for v in value])
         return original(value)
 
     wrapper._cdc_monitor_cached = True  # type: ignore[attr-defined]
@@ -153,3 +163,31 @@ def count_round_trips() -> None:
 
     send_command._counted = True  # type: ignore[attr-defined]
     clientserver.ClientServerConnection.send_command = send_command  # type: ignore[method-assign]
+
+
+class _NumpyOnly:
+    """One of PySpark's py4j input converters for numpy values, asked only about numpy objects.
+    PySpark's own ``can_convert`` runs ``from pyspark.testing.utils import have_numpy`` for every
+    argument of every JVM call, and that module imports pandas: 0.28 s of a cold scan's start, in
+    a process that never passes a numpy value. numpy values still convert as before."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def can_convert(self, obj: Any) -> bool:
+        return type(obj).__module__ == "numpy" and self.inner.can_convert(obj)
+
+    def convert(self, obj: Any, gateway_client: Any) -> Any:
+        return self.inner.convert(obj, gateway_client)
+
+
+NUMPY_CONVERTERS = ("NumpyScalarConverter", "NumpyArrayConverter")
+
+
+def numpy_converters_on_demand() -> None:
+    """Wrap PySpark's numpy converters in py4j's list (idempotent; pyspark.sql.types registers them)."""
+    import pyspark.sql.types  # noqa: F401  (registers the converters)
+    from py4j import protocol
+
+    protocol.INPUT_CONVERTER[:] = [
+        _NumpyOnly(c) if type(c).__name__ in NUMPY_CONVERTERS else c for c in protocol.INPUT_CONVERTER]

@@ -29,3 +29,42 @@ def test_a_column_function_is_one_round_trip_and_means_the_same(spark):
     # column functions cost three each, 21 in all)
     assert after - before <= 9
     assert [r[0] for r in spark.range(3).select(built).collect()] == ["n0", "one", "n2"]
+
+
+def _imports_during(action):
+    """Module names imported (or looked up by an import statement) while ``action`` runs."""
+    import builtins
+
+    names, original = [], builtins.__import__
+
+    def spy(name, *args, **kwargs):
+        names.append(name)
+        return original(name, *args, **kwargs)
+
+    builtins.__import__ = spy
+    try:
+        result = action()
+    finally:
+        builtins.__import__ = original
+    return names, result
+
+
+def test_literals_and_jvm_calls_do_not_import_pyspark_testing_and_so_pandas(spark):
+    # PySpark's lit and its py4j numpy converters start with `from pyspark.testing.utils import
+    # have_numpy`, whose first import loads pandas (0.28 s of a cold scan's start)
+    jvm_calls.numpy_converters_on_demand()
+    names, frame = _imports_during(lambda: spark.range(2).select(
+        (F.col("id") >= 0) & (F.col("id") < 5),  # Column & Column: lit(Column)
+        F.lit([1, 2]).alias("list"), F.lit([]).cast("array<string>").alias("empty"), F.lit(F.col("id")).alias("same")))
+    assert "pyspark.testing.utils" not in names
+    assert [tuple(r)[1:] for r in frame.collect()] == [([1, 2], [], 0), ([1, 2], [], 1)]
+
+
+def test_numpy_values_still_convert_for_jvm_calls(spark):
+    import numpy as np
+
+    jvm_calls.numpy_converters_on_demand()
+    names, text = _imports_during(lambda: spark._jvm.java.lang.String.valueOf("x"))
+    assert "pyspark.testing.utils" not in names and text == "x"
+    assert spark._jvm.java.lang.String.valueOf(np.int64(5)) == "5"
+    assert spark._jvm.java.util.Arrays.toString(np.array([1, 2])) == "[1, 2]"
