@@ -283,10 +283,9 @@ def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
     """Findings of every record against its own embedded key and value schema.
 
     Each record has the shape of its payload (decoded with it: one generic expression, whatever
-    the schema);
-    the distinct (side, schema, shape) triples, few, are collected with their schema text in one
-    aggregate (one Spark job for keys and values) and judged on the driver (variant_shape.py).
-    The verdicts then ride back to the records as a literal map (no join), with the range of
+    the schema); the distinct (side, schema, shape) triples, few, are collected with their schema
+    text in one aggregate (one Spark job for keys and values) and judged on the driver
+    (variant_shape.py). The verdicts then ride back to the records as a literal map (no join), with the range of
     each int8/int16/int32 field, which a shape cannot tell, judged on the record's value. Keys
     are judged per topic too (the key schema name must match it).
     """

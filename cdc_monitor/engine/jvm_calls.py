@@ -175,7 +175,7 @@ class _NumpyOnly:
         self.inner = inner
 
     def can_convert(self, obj: Any) -> bool:
-        return type(obj).__module__ == "numpy" and self.inner.can_convert(obj)
+        return type(obj).__module__.startswith("numpy") and self.inner.can_convert(obj)
 
     def convert(self, obj: Any, gateway_client: Any) -> Any:
         return self.inner.convert(obj, gateway_client)
