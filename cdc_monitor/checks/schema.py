@@ -271,12 +271,10 @@ SIDES = (("value_schema", "value"), ("key_schema", "key"))
 
 def _shaped(data: DataFrame, column: str, label: str) -> DataFrame:
     """Records with an embedded ``label`` schema, their payload (variant) and its shape, as decoded."""
-    return (
-        data.where(F.col(column + "_hash").isNotNull())
-        .select(*LOC_COLUMNS, F.col(f"{column}_hash").alias("hash"), F.col(column).alias("schema_text"),
-                F.col(f"{label}_variant").alias("payload"), F.col(f"{label}_shape").alias("shape"))
-        .where("shape IS NOT NULL")  # decoded by from_json, so a variant-only parse failure
-    )
+    # a shape only where the schema is embedded (so hashed); none after a variant-only parse failure
+    return data.select(*LOC_COLUMNS, F.col(f"{column}_hash").alias("hash"), F.col(column).alias("schema_text"),
+                       F.col(f"{label}_variant").alias("payload"), F.col(f"{label}_shape").alias("shape")
+                       ).where("shape IS NOT NULL")
 
 
 def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
