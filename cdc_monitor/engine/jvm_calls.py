@@ -142,15 +142,20 @@ def install() -> None:
 
 
 def round_trips() -> int:
-    """py4j commands this process has sent so far (for budgets and benchmarks)."""
-    return _sent[0]
+    """py4j commands the calling thread has sent so far (for budgets and benchmarks; other threads,
+    such as a streaming query's, send their own)."""
+    import threading
+
+    return _sent.get(threading.get_ident(), 0)
 
 
-_sent = [0]
+_sent: dict[int, int] = {}
 
 
 def count_round_trips() -> None:
-    """Count every py4j command this process sends (``round_trips()``)."""
+    """Count every py4j command, per thread (``round_trips()``)."""
+    import threading
+
     from py4j import clientserver
 
     original = clientserver.ClientServerConnection.send_command
@@ -158,7 +163,8 @@ def count_round_trips() -> None:
         return
 
     def send_command(self: Any, command: str) -> Any:
-        _sent[0] += 1
+        thread = threading.get_ident()
+        _sent[thread] = _sent.get(thread, 0) + 1
         return original(self, command)
 
     send_command._counted = True  # type: ignore[attr-defined]
