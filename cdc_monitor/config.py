@@ -35,6 +35,9 @@ class ScanConfig:
     table_lag_threshold_ms: dict[str, int] = field(default_factory=dict)
     fail_on: str = "error"
     max_findings: int = 10_000
+    # windows of at most this many records are checked in one partition, without shuffles
+    # (engine/cache.py); larger ones keep every core busy
+    one_partition_rows: int = 50_000
     spark_master: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
     kafka_conf: dict[str, str] = field(default_factory=dict)  # librdkafka settings (kafka.* without the prefix)

@@ -18,6 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
+
 from cdc_monitor import __version__
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.checks.decode import capture_line_findings, duplicate_record_findings
@@ -171,7 +174,11 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     cache = FrameCache()
     finding_frames: list[DataFrame] = []
     records, registry_ids = _value_format(source.records, cfg, cache, finding_frames)
-    decoded = cache.materialize(decode_records(records, cfg.roles))
+    counted = Observation("decoded")
+    decoded = cache.materialize(decode_records(records, cfg.roles).observe(counted, F.count(F.lit(1)).alias("n")))
+    # a small window is checked in one partition: no shuffles (engine/cache.py)
+    cache.one_partition = counted.get["n"] <= cfg.one_partition_rows
+    decoded = cache.single(decoded)
     events = cache.materialize(without_texts(decoded))
     lap("read_decode")
     rejects_count = 0
@@ -193,7 +200,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     lap("window", f" ({len(window['partitions'])} partitions)")
     checked = run_checks(events, facts, cfg, cache, texts=decoded)
     lap("checks_plan_and_aggregates")
-    findings = narrow_union(union_all([*checked.findings, *finding_frames], FINDING_COLUMNS))
+    findings = narrow_union(union_all([*checked.findings, *finding_frames], FINDING_COLUMNS), cache.one_partition)
     step = step_ms(window["start_ms"], window["end_ms"])
     parts = {"lag": checked.lag, "lag_series": lag_series(events, step)}
     if checked.transactions is not None:
@@ -236,7 +243,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
                 "findings": sorted(collected.parts["findings_series"], key=lambda r: nulls_first(r["rule"], r["t_ms"]))},
     )
     lap("summary")
-    timings["spark_jobs"] = jobs.stop()
+    timings["spark_jobs"], timings["spark_stages"] = jobs.stop()
     if keep_events:
         result.events_frame, result.release = events, cache.release
     else:

@@ -58,6 +58,10 @@ CLUSTER_DEFAULTS: dict[str, str] = {
     # PySpark records the Python call site of every column function for error messages: two
     # extra JVM round trips per call, ~1 s of a small scan's planning (18k instead of 31k calls)
     "spark.python.sql.dataFrameDebugging.enabled": "false",
+    # A frame held in one partition (a small window, engine/cache.py) is joined as it is, however
+    # large Spark estimates it: above this size Spark shuffles it (a checkpoint's estimate is often
+    # unknown, so "huge"), and every join of a small window would shuffle again
+    "spark.sql.maxSinglePartitionBytes": str(2**62),
 }
 LOCAL_DEFAULTS |= CLUSTER_DEFAULTS
 # A small input on a cluster is a small input in cold executors: what local mode does for every

@@ -54,3 +54,20 @@ def test_checks_whose_input_the_window_lacks_are_not_run_and_change_nothing(tmp_
     everything = scan([path])
     assert _report(pruned) == _report(everything)
     assert pruned.timings["spark_jobs"] == everything.timings["spark_jobs"] - 1
+
+
+def test_a_small_window_is_checked_without_shuffles_and_reports_what_partitions_report(tmp_path, scan):
+    """A window of at most ``one_partition_rows`` records is held in one partition: every join,
+    window and aggregate of its checks runs without a shuffle, so each of its jobs is one stage
+    (a spread window's findings job alone has a dozen). Faulty traffic of four flavours with
+    transactions and schemas (every check planned) reports the same either way."""
+    paths = []
+    for flavour in ("mysql", "postgresql", "sqlserver", "mongodb"):
+        paths.append(tmp_path / f"{flavour}.jsonl")
+        write_capture(generate(flavour, events=150, seed=7, faults=True), paths[-1])
+    one = scan(paths)
+    spread = scan(paths, one_partition_rows=0)
+    assert one.findings and one.transactions["total"] > 0
+    assert one.timings["spark_stages"] == one.timings["spark_jobs"] == spread.timings["spark_jobs"]
+    assert spread.timings["spark_stages"] > spread.timings["spark_jobs"] + 10
+    assert _report(one) == _report(spread)

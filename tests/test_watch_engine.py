@@ -73,10 +73,12 @@ def test_every_fault_is_counted_once_across_batches(spark, tmp_path, flavour, cu
     with RegistryServer() as registry:
         records = read_capture(spark, [str(tmp_path / "f.jsonl")]).records.unionByName(
             avro_records(spark, avro, registry.url)).cache()
-        # the checks read the events without their raw texts as in a large batch (5,000 rows and
-        # more); the embedded-schema check reads the new records with theirs (test_watch.py: one
-        # checkpoint with the texts, as small batches have)
-        settings = WatchSettings(scan=ScanConfig(schema_registry={"url": registry.url}), narrow_from_rows=0)
+        # the checks read the events without their raw texts and spread over partitions, as in a
+        # large batch (5,000 rows and more; more than one_partition_rows); the embedded-schema check
+        # reads the new records with theirs (test_watch.py: small batches, one checkpoint with the
+        # texts, in one partition)
+        settings = WatchSettings(scan=ScanConfig(schema_registry={"url": registry.url}, one_partition_rows=0),
+                                 narrow_from_rows=0)
         batches = batches_prorated(records, cuts, ahead=True)
         # each data partition's last record comes after a restart: until then the transactions whose
         # events may still be on their way stay held (a quiet partition has not passed their END)

@@ -65,12 +65,11 @@ def _markers(events: DataFrame) -> DataFrame:
     ).withColumn("txn_key", F.col("marker_key"))
 
 
-def _data(events: DataFrame) -> DataFrame:
+def _data(events: DataFrame, cache: FrameCache) -> DataFrame:
     """Data events that name a transaction, exact re-deliveries dropped, partitioned by (server,
     txn_key) once: every window and aggregate on the data side keys on a superset of that."""
     return (
-        events.where(F.col("data_event") & F.col("txn_id").isNotNull())
-        .repartition("server", "txn_key")
+        cache.partition_by(events.where(F.col("data_event") & F.col("txn_id").isNotNull()), "server", "txn_key")
         .withColumn("rn", F.row_number().over(
             Window.partitionBy("server", "txn_key", "topic", "key_payload", "value_hash").orderBy("partition", "offset")))
         .where(F.col("rn") == 1)
@@ -153,7 +152,7 @@ def _per_transaction_data(data: DataFrame) -> DataFrame:
 
 def transaction_check(events: DataFrame, facts: WindowFacts, cache: FrameCache = NO_CACHE) -> TransactionResult:
     markers = _markers(events)
-    data = _data(events)
+    data = _data(events, cache)
     txns = _per_transaction(markers, facts)
     txns = txns.join(_per_transaction_data(data), ["server", "txn_key"], "left")
     txns = txns.withColumn("seen", F.coalesce("seen", F.lit(0)))

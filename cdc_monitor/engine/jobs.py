@@ -18,7 +18,11 @@ class JobCounter:
         self.group = f"cdc-monitor-scan-{uuid.uuid4().hex[:12]}"
         self.sc.setJobGroup(self.group, "cdc-monitor scan", interruptOnCancel=False)
 
-    def stop(self) -> int:
-        n = len(self.sc.statusTracker().getJobIdsForGroup(self.group))
+    def stop(self) -> tuple[int, int]:
+        """(jobs, stages): the stages of a job are its shuffle boundaries plus one; a window held in
+        one partition (engine/cache.py) runs every job in one stage."""
+        tracker = self.sc.statusTracker()
+        ids = tracker.getJobIdsForGroup(self.group)
+        infos = [tracker.getJobInfo(i) for i in ids]
         self.sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-        return n
+        return len(ids), sum(len(info.stageIds) for info in infos if info is not None)

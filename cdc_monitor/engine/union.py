@@ -49,8 +49,9 @@ def _nary(spark, frames: Sequence[DataFrame]) -> DataFrame:
     return ClassicFrame(datasets.ofRows(spark._jsparkSession, union), spark)
 
 
-def narrow_union(frame: DataFrame) -> DataFrame:
+def narrow_union(frame: DataFrame, one_partition: bool = False) -> DataFrame:
     """A union of the checks' findings has a partition per partition of every frame in it (35 for
     a small scan), each a task of its own in every stage that reads it; coalesced (no shuffle) to
-    the shuffle partitions, one per core in local mode, a no-op where there are fewer."""
-    return frame.coalesce(int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200))
+    the shuffle partitions, one per core in local mode, a no-op where there are fewer. A window
+    held in one partition (engine/cache.py) keeps its union in one."""
+    return frame.coalesce(1 if one_partition else int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200))

@@ -145,14 +145,17 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
                                         PartitionHistory(int(r["ts"] or 0) // 1000, int(r["lo"]), batch_id))
         outcome = BatchOutcome(batch_id, 0)
         if starts:  # nothing new: nothing to judge
+            rows = sum(r["n"] for r in parts)
+            cache.one_partition = rows <= cfg.one_partition_rows  # a small batch: checks without shuffles
             events = cache.materialize(_events(out, cfg, cache))
             texts = None
-            if sum(r["n"] for r in parts) >= settings.narrow_from_rows:  # the checks read events without their raw texts
+            if rows >= settings.narrow_from_rows:  # the checks read events without their raw texts
                 texts = events.where("is_new")  # (the embedded-schema check reads them, on new records)
                 events = cache.materialize(without_texts(events))
             clock("decode")
-            known_final = out.where(F.col("role") == FINAL_ROLE).select(*COORD)
-            pending = out.where(F.col("role") == PENDING).select("topic", "partition", F.col("offset").alias("end_offset"))
+            known_final = cache.single(out.where(F.col("role") == FINAL_ROLE).select(*COORD))
+            pending = cache.single(out.where(F.col("role") == PENDING).select(
+                "topic", "partition", F.col("offset").alias("end_offset")))
             outcome, open_txns, marked = _check(spark, events, known_final, pending, state, settings, batch_id, cache,
                                                 clock, texts)
             # a server's open transactions are known where the batch holds its markers (the operator
@@ -229,7 +232,7 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
     # per-key and per-table findings where they land on a new record, orphan events new or carried
     # as candidates
     located = union_all(located_rows).join(flags, COORD).where(F.col("is_new") | (F.col("orphan") & F.col("candidate")))
-    findings = narrow_union(union_all([*checked.by_scope["record"], located, *verdicts], FINDING_COLUMNS))
+    findings = narrow_union(union_all([*checked.by_scope["record"], located, *verdicts], FINDING_COLUMNS), cache.one_partition)
     # findings' counts, transaction verdicts, the lag table, events by op and record counts: one job
     got = collect_all(findings, 0, {
         **parts,
