@@ -5,8 +5,9 @@ otherwise fill its memory window after window).
 A small window is held in **one partition** (``one_partition``): every frame the cache keeps is
 coalesced to one, so Spark plans every join, window and aggregate over it without a shuffle (a
 single partition satisfies any distribution; a union of single partitions is one partition
-too). A watch batch of 1k records ran its checks in one stage instead of 17; a scan of a small
-capture likewise. Large windows keep their partitions: one task would leave cores idle."""
+too). Measured on 2 cores, warm: watch batches of 1k records 4.5-5.3 s -> 3.7-4.5 s (their checks' job
+one stage instead of 17), a 683-record scan 3.5-3.9 s -> 2.7-3.1 s, 9.2k records 5.8 -> 4.6 s.
+Large windows keep their partitions: one task would leave cores idle (``one_partition_rows``)."""
 
 from __future__ import annotations
 
