@@ -97,9 +97,29 @@ def _cached_func_op(name: str, self: Any) -> Any:
     return Column(_cached_function(name, get_active_spark_context())(self._jc))
 
 
+SEQ_ARITY = 32  # cdcmonitor.Seqs.of takes up to this many values (cdc_monitor/java/Seqs.java)
+_seqs: dict[int, Any] = {}
+
+
+def _seqs_of(sc: Any) -> Any:
+    """``cdcmonitor.Seqs.of`` of the operator jar, or None where the JVM lacks it (Spark started
+    without cdc-monitor's spark.jars): looked up once per gateway."""
+    key = id(sc._gateway)
+    if key not in _seqs:
+        from py4j.java_gateway import JavaClass
+
+        owner = sc._jvm.cdcmonitor.Seqs
+        _seqs[key] = owner.of if isinstance(owner, JavaClass) else None
+    return _seqs[key]
+
+
 def _cached_to_seq(sc: Any, cols: Any, converter: Any = None) -> Any:
+    """PySpark's ``_to_seq``: a list of up to SEQ_ARITY values in one round trip instead of one per
+    element plus two (py4j builds a java.util.List element by element)."""
     if converter:
         cols = [converter(c) for c in cols]
+    if len(cols) <= SEQ_ARITY and (of := _seqs_of(sc)) is not None:
+        return of(*cols)
     return _member(sc, "PythonUtils", "toSeq")(cols)
 
 
