@@ -8,7 +8,9 @@ whatever the input (six when a capture has unreadable lines; ``timings.spark_job
      schemas: checks whose input the census shows absent are not planned at all);
 5.   everything else in one collect (engine/collect.py): every check's findings (complete
      counts, the first ``max_findings``), the lag table and the transaction summary.
-Facts known on the driver reach the checks as literals, never as joins or broadcasts.
+Facts known on the driver reach the checks as literals, never as joins or broadcasts. A window of
+at most ``one_partition_rows`` records is held in one partition (engine/cache.py): no job then
+has a shuffle (``timings.spark_stages`` equals the jobs).
 """
 
 from __future__ import annotations
