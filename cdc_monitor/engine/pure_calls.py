@@ -68,7 +68,8 @@ def install() -> None:
         if not (target in _built or (target in PURE_CLASSES and self.name not in IMPURE)):
             return original(self, *args)
         try:
-            key = (id(self.gateway_client), target, self.name, *[_arg(a, JavaObject) for a in args])
+            # the gateway client itself (not its id, which a later gateway could reuse once this one is gone)
+            key = (self.gateway_client, target, self.name, *[_arg(a, JavaObject) for a in args])
         except _NotPure:
             return original(self, *args)
         out = _memo.get(key)
