@@ -68,3 +68,31 @@ def test_numpy_values_still_convert_for_jvm_calls(spark):
     assert "pyspark.testing.utils" not in names and text == "x"
     assert spark._jvm.java.lang.String.valueOf(np.int64(5)) == "5"
     assert spark._jvm.java.util.Arrays.toString(np.array([1, 2])) == "[1, 2]"
+
+
+def test_lists_reach_the_jvm_in_one_call_and_the_same_without_the_operator_jar(spark, monkeypatch):
+    """Up to 32 values go through ``cdcmonitor.Seqs.of`` (one round trip); a JVM without the jar
+    (Spark started elsewhere) falls back to PySpark's list conversion with the same result."""
+    from pyspark.sql import functions as F
+
+    sc = spark.sparkContext
+    assert jvm_calls._seqs_of(sc) is not None  # the session has the operator jar
+    jvm_calls.count_round_trips()
+    names = [f"c{i}" for i in range(12)]
+    gc.collect()
+    gc.disable()
+    try:
+        before = jvm_calls.round_trips()
+        seq = jvm_calls._cached_to_seq(sc, names)
+        one_call = jvm_calls.round_trips() - before
+    finally:
+        gc.enable()
+    assert one_call <= 1 and seq.length() == 12  # (py4j alone: a call per element and two more)
+
+    def rows():
+        frame = spark.range(2).select(*[(F.col("id") + i).alias(n) for i, n in enumerate(names)])
+        return [tuple(r) for r in frame.select(F.struct(*names).alias("s")).select("s.*").collect()]
+
+    with_jar = rows()
+    monkeypatch.setitem(jvm_calls._seqs, id(sc._gateway), None)
+    assert rows() == with_jar == [tuple(range(12)), tuple(range(1, 13))]
