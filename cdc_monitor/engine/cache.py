@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 
 
 class FrameCache:
-    def __init__(self, enabled: bool = True, one_partition: bool = False):
+    def __init__(self, enabled: bool = True):
         self.enabled = enabled
-        self.one_partition = one_partition
+        self.one_partition = False  # set once the window's size is known
         self._frames: list[DataFrame] = []
 
     def single(self, frame: DataFrame) -> DataFrame:

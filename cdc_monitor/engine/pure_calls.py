@@ -22,7 +22,10 @@ so some entries are used once).
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+from py4j.java_gateway import JavaMember, JavaObject
 
 PURE_CLASSES = frozenset({
     "z:org.apache.spark.sql.functions",
@@ -38,17 +41,16 @@ _SCALARS = (str, int, float, bool)
 _memo: dict[tuple[Any, ...], Any] = {}
 _built: set[str] = set()  # ids of the JVM objects pure calls returned: their methods are pure too
 _installed = False
-_hits = [0, 0]  # hits, misses (for tests and benchmarks)
 
 
 class _NotPure(Exception):
     pass
 
 
-def _arg(value: Any, java_object: type) -> Any:
+def _arg(value: Any) -> Any:
     if value is None or type(value) in _SCALARS:
         return type(value), value
-    if isinstance(value, java_object):
+    if isinstance(value, JavaObject):
         return value._target_id
     raise _NotPure
 
@@ -56,11 +58,8 @@ def _arg(value: Any, java_object: type) -> Any:
 def install() -> None:
     """Route py4j's method calls through the memo (idempotent)."""
     global _installed
-    import os
     if _installed or os.environ.get("CDC_MONITOR_PURE_CALLS") == "off":
         return
-    from py4j.java_gateway import JavaMember, JavaObject
-
     original = JavaMember.__call__
 
     def call(self: Any, *args: Any) -> Any:
@@ -69,14 +68,12 @@ def install() -> None:
             return original(self, *args)
         try:
             # the gateway client itself (not its id, which a later gateway could reuse once this one is gone)
-            key = (self.gateway_client, target, self.name, *[_arg(a, JavaObject) for a in args])
+            key = (self.gateway_client, target, self.name, *[_arg(a) for a in args])
         except _NotPure:
             return original(self, *args)
         out = _memo.get(key)
         if out is not None:
-            _hits[0] += 1
             return out
-        _hits[1] += 1
         out = original(self, *args)
         if isinstance(out, JavaObject):
             if len(_memo) >= MAX_ENTRIES:
@@ -92,8 +89,3 @@ def install() -> None:
 def clear() -> None:
     _memo.clear()
     _built.clear()
-
-
-def hits() -> tuple[int, int]:
-    """(hits, misses) so far."""
-    return _hits[0], _hits[1]
