@@ -13,7 +13,7 @@ from cdc_monitor.checks.decode import decode_rules
 from cdc_monitor.checks.findings import record_findings
 from cdc_monitor.checks.lag import lag_rules, lag_spike_findings, lag_table
 from cdc_monitor.checks.ordering import ordering_findings
-from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules, topic_findings
+from cdc_monitor.checks.schema import ShapeVerdicts, embedded_schema_findings, envelope_rules, topic_findings
 from cdc_monitor.checks.schema_changes import schema_change_findings
 from cdc_monitor.checks.snapshots import snapshot_restarted_findings
 from cdc_monitor.checks.transactions import transaction_check
@@ -42,7 +42,7 @@ class CheckedResult:
 
 def run_checks(events: DataFrame, facts: WindowFacts, config: ScanConfig, cache: FrameCache = NO_CACHE,
                texts: DataFrame | None = None, *, fresh: DataFrame | None = None,
-               lag_scope: DataFrame | None = None) -> CheckedResult:
+               lag_scope: DataFrame | None = None, shapes: ShapeVerdicts | None = None) -> CheckedResult:
     """Every check over ``events`` (the window, with what watch carries from earlier batches).
 
     ``texts``: the events with their raw texts, when ``events`` was narrowed by ``without_texts``.
@@ -50,14 +50,14 @@ def run_checks(events: DataFrame, facts: WindowFacts, config: ScanConfig, cache:
     default all). ``lag_scope``: the records lag spikes run over (watch: new ones and the tails
     carried so a spike across batches counts once; default all). Only the embedded-schema check
     runs a Spark job here (its distinct shapes are judged on the driver), and only when the window
-    has keys or values with schemas."""
+    has keys or values with schemas and ``shapes`` (those verdicts) are not given."""
     fresh = events if fresh is None else fresh
     # a check whose input the window does not hold (``facts``) is not planned: it would find nothing
     tx = transaction_check(events, facts, cache) if facts.has_transactions else None
     by_scope = {
         # decode, lag and envelope rules need only the record itself: one pass for all of them
         "record": [record_findings(fresh, [*decode_rules(), *avro_rules(), *lag_rules(), *envelope_rules()]),
-                   *(embedded_schema_findings(fresh if texts is None else texts) if facts.has_embedded_schemas else [])],
+                   *(embedded_schema_findings(fresh if texts is None else texts, shapes) if facts.has_embedded_schemas else [])],
         "key": ordering_findings(events, facts, cache),
         "transaction": tx.findings if tx is not None else [],
         "table": [topic_findings(fresh),

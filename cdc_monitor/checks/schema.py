@@ -9,6 +9,7 @@ Per record and rule there is at most one finding, listing the offending paths.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from functools import reduce
 from operator import or_
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from cdc_monitor.checks.connect_schema import FieldCheck, compile_schema, invali
 from cdc_monitor.checks.findings import MAX_OFFSETS, RecordRule, dynamic_finding, record_findings
 from cdc_monitor.checks.variant_shape import ShapeSyntaxError, field_problems, parse_shape
 from cdc_monitor.decoding.events import non_envelope
+from cdc_monitor.engine.facts import fact_lookup, fact_text
 from cdc_monitor.vocabulary import ALLOWED_OPS, GENERIC_OPS, MESSAGE_OP_FLAVOURS, UNKNOWN_FLAVOUR, Rule
 
 if TYPE_CHECKING:
@@ -242,17 +244,17 @@ def _out_of_range(checks_by_hash: dict[int, list[FieldCheck]]) -> Column:
     return cases
 
 
+def _problem_map(problems: dict[str, list[tuple[str, str]]]) -> dict[str, list[dict[str, str]]]:
+    return {k: [{"rule": r, "message": m} for r, m in found] for k, found in problems.items()}
+
+
 def _problem_rows(problems: dict[str, list[tuple[str, str]]], checks_by_hash: dict[int, list[FieldCheck]],
                   label: str, by_topic: bool) -> Column:
     """Per record: [(rule, message)] of its (schema, shape[, topic]) pair, with out-of-range
     integers merged into its type_mismatch (one finding per record and rule)."""
     entry = "struct<rule:string,message:string>"
     pair = F.concat_ws("|", F.col("hash").cast("string"), "shape", *(["topic"] if by_topic else []))
-    probs = F.lit(None).cast(f"array<{entry}>")
-    if problems:
-        literal = F.create_map(*[x for k, rows in problems.items() for x in (
-            F.lit(k), F.array(*[F.struct(F.lit(r).alias("rule"), F.lit(m).alias("message")) for r, m in rows]))])
-        probs = F.element_at(literal, pair)
+    probs = fact_lookup(f"schema_problems:{label}", _problem_map(problems), pair, f"array<{entry}>")
     if not checks_by_hash:
         return probs
     ranged = _out_of_range(checks_by_hash)
@@ -277,23 +279,38 @@ def _shaped(data: DataFrame, column: str, label: str) -> DataFrame:
                        ).where("shape IS NOT NULL")
 
 
-def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
-    """Findings of every record against its own embedded key and value schema.
+@dataclass
+class ShapeVerdicts:
+    """The verdicts on a window's distinct (schema, payload shape[, topic]) pairs, per side (value,
+    key): problems per pair, and the int8/int16/int32 fields of each schema, whose range a shape
+    cannot tell (judged per record)."""
 
-    Each record has the shape of its payload (decoded with it: one generic expression, whatever
-    the schema); the distinct (side, schema, shape) triples, few, are collected with their schema
-    text in one aggregate (one Spark job for keys and values) and judged on the driver
-    (variant_shape.py). The verdicts then ride back to the records as a literal map (no join), with the range of
-    each int8/int16/int32 field, which a shape cannot tell, judged on the record's value. Keys
-    are judged per topic too (the key schema name must match it).
-    """
+    problems: dict[str, dict[str, list[tuple[str, str]]]] = field(default_factory=dict)
+    ranged: dict[str, dict[int, list[FieldCheck]]] = field(default_factory=dict)
+
+    def texts(self) -> dict[str, str]:
+        """The literal texts the findings' plan holds (``fact_text``), by name."""
+        return {f"schema_problems:{label}": fact_text(f"schema_problems:{label}", _problem_map(self.problems.get(label, {})))
+                for _, label in SIDES}
+
+    def plan_key(self) -> tuple:
+        """What the findings' plan is built from besides those texts: per side, whether it has
+        findings to look for, and the fields whose range each schema checks."""
+        return tuple((label, bool(self.problems.get(label)), tuple(
+            (h, tuple((c.path, c.type, c.unwrap, c.int_range) for c in checks))
+            for h, checks in sorted(self.ranged.get(label, {}).items()))) for _, label in SIDES)
+
+
+def judge_shapes(events: DataFrame) -> ShapeVerdicts:
+    """One Spark job: the distinct (side, schema, shape) triples, few, collected with their schema
+    text in one aggregate for keys and values, and judged on the driver (variant_shape.py). Keys
+    are judged per topic too (the key schema name must match it)."""
     data = _data(events)
-    shaped = {label: _shaped(data, column, label) for column, label in SIDES}
-    groups = [shaped[label].groupBy("hash", "shape", *(["topic"] if label == "key" else [F.lit(None).cast("string")
-                                                                                        .alias("topic")]))
-              .agg(F.first("schema_text").alias("schema_text")).withColumn("side", F.lit(label)) for _, label in SIDES]
+    groups = [_shaped(data, column, label).groupBy(
+        "hash", "shape", *(["topic"] if label == "key" else [F.lit(None).cast("string").alias("topic")]))
+        .agg(F.first("schema_text").alias("schema_text")).withColumn("side", F.lit(label)) for column, label in SIDES]
     pairs = groups[0].unionByName(groups[1]).collect()
-    frames: list[DataFrame] = []
+    verdicts = ShapeVerdicts()
     for _, label in SIDES:
         by_topic = label == "key"
         schemas: dict[int, dict | None] = {}
@@ -310,10 +327,27 @@ def embedded_schema_findings(events: DataFrame) -> list[DataFrame]:
                          for rule, text in _judge(schema, label, r["shape"], topic).items()]
                 if found:
                     problems["|".join(str(x) for x in (r["hash"], r["shape"], *([topic] if by_topic else [])))] = found
-        ranged = {h: checks for h, schema in schemas.items() if schema is not None and (checks := [
+        verdicts.problems[label] = problems
+        verdicts.ranged[label] = {h: checks for h, schema in schemas.items() if schema is not None and (checks := [
             c for c in compile_schema(schema, unwrap_top=by_topic) if c.int_range is not None])}
+    return verdicts
+
+
+def embedded_schema_findings(events: DataFrame, verdicts: ShapeVerdicts | None = None) -> list[DataFrame]:
+    """Findings of every record against its own embedded key and value schema.
+
+    Each record has the shape of its payload (decoded with it: one generic expression, whatever
+    the schema); the distinct shapes are judged once (``judge_shapes``, one Spark job, unless
+    ``verdicts`` are given). The verdicts then ride back to the records as a literal map (no join), with the range of
+    each int8/int16/int32 field, which a shape cannot tell, judged on the record's value.
+    """
+    verdicts = judge_shapes(events) if verdicts is None else verdicts
+    data = _data(events)
+    frames: list[DataFrame] = []
+    for column, label in SIDES:
+        problems, ranged = verdicts.problems.get(label, {}), verdicts.ranged.get(label, {})
         if problems or ranged:
-            rows = _problem_rows(problems, ranged, label, by_topic)
-            frames.append(shaped[label].select(*LOC_COLUMNS, F.explode(rows).alias("p")).select(
+            rows = _problem_rows(problems, ranged, label, label == "key")
+            frames.append(_shaped(data, column, label).select(*LOC_COLUMNS, F.explode(rows).alias("p")).select(
                 *dynamic_finding(F.col("p.rule"), F.col("p.message"), **_loc())))
     return frames

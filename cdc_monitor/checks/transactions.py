@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import finding
 from cdc_monitor.engine.cache import NO_CACHE, FrameCache
-from cdc_monitor.engine.facts import WindowFacts, lookup
+from cdc_monitor.engine.facts import WindowFacts
 from cdc_monitor.vocabulary import TX_STATUSES, Rule
 
 if TYPE_CHECKING:
@@ -100,8 +100,8 @@ def _per_transaction(markers: DataFrame, facts: WindowFacts) -> DataFrame:
         F.first("first_begin").alias("first_begin"),
     ).select("topic", "partition", "server", "txn_key", "b.*", "e.*", "first_begin")
     txns = txns.withColumn("txn_id", F.coalesce("begin_id", "end_id")).withColumn("from_start", facts.from_start())
-    data_start = lookup(facts.data_start, F.col("server"), "bigint")
-    read = lookup(facts.read, F.col("server"), "array<string>")
+    data_start = facts.lookup("data_start", F.col("server"))
+    read = facts.lookup("read", F.col("server"))
     # collections the END counts events of, of which the window holds no event at all
     absent = F.transform(F.filter(F.coalesce(F.col("collections"), F.array()), lambda c: (c["event_count"] > 0) & ~F.coalesce(
         F.array_contains(read, c["data_collection"]), F.lit(False))), lambda c: c["data_collection"])
@@ -206,8 +206,8 @@ def transaction_check(events: DataFrame, facts: WindowFacts, cache: FrameCache =
 
 def _orphans(events: DataFrame, markers: DataFrame, facts: WindowFacts) -> DataFrame:
     # per server: the span its transaction topic's records cover
-    lo = lookup({k: v[0] for k, v in facts.txn_span.items()}, F.col("server"), "bigint")
-    hi = lookup({k: v[1] for k, v in facts.txn_span.items()}, F.col("server"), "bigint")
+    lo = facts.lookup("txn_lo", F.col("server"))
+    hi = facts.lookup("txn_hi", F.col("server"))
     ids = markers.select("server", "txn_key").distinct()
     candidates = events.where(
         F.col("data_event") & F.col("txn_id").isNotNull()

@@ -1,10 +1,16 @@
 """What a window holds, from one aggregate: the census behind the summary, events per table and
 schema versions, the partitions read (what a window can prove), and the per-server facts the
 transaction and ordering checks need. Checks receive these as literals: no extra job, join or
-broadcast per fact (each was a Spark job or a shuffle before)."""
+broadcast per fact (each was a Spark job or a shuffle before).
+
+Each per-server or per-partition fact reaches a plan as one JSON text literal parsed into a map
+(``fact_lookup``; Spark folds the parse into a map literal before the plan runs). The text names
+its fact, so a plan built for one window can be given the next window's facts by replacing those
+texts (``engine/plans.py``: watch reuses a batch's plan for the next one)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,18 +61,42 @@ class WindowFacts:
     def has_snapshot_events(self) -> bool:
         return any(r["snapshot_events"] for r in self.rows)
 
+    def maps(self) -> dict[str, tuple[dict[str, Any], str]]:
+        """Every fact a check looks up per record: name -> (mapping, type of its values)."""
+        return {
+            "from_start": ({f"{p['topic']}|{p['partition']}": p["from_start"] for p in self.partitions}, "boolean"),
+            "data_start": (self.data_start, "bigint"),
+            "read": (self.read, "array<string>"),
+            "txn_lo": ({k: v[0] for k, v in self.txn_span.items()}, "bigint"),
+            "txn_hi": ({k: v[1] for k, v in self.txn_span.items()}, "bigint"),
+        }
+
+    def texts(self) -> dict[str, str]:
+        """The literal text of every fact, by name (what a plan built over these facts holds)."""
+        return {name: fact_text(name, mapping) for name, (mapping, _) in self.maps().items()}
+
+    def lookup(self, name: str, key: Column, default: Column | None = None) -> Column:
+        """Per record: fact ``name`` for ``key`` (null, or ``default``, when absent)."""
+        mapping, typ = self.maps()[name]
+        return fact_lookup(name, mapping, key, typ, default)
+
     def from_start(self) -> Column:
         """Per record: was its partition read from offset 0 without gaps (false when unknown)."""
-        starts = {f"{p['topic']}|{p['partition']}": p["from_start"] for p in self.partitions}
-        return lookup(starts, F.concat_ws("|", F.col("topic"), F.col("partition").cast("string")), "boolean", F.lit(False))
+        return self.lookup("from_start", F.concat_ws("|", F.col("topic"), F.col("partition").cast("string")), F.lit(False))
 
 
-def lookup(mapping: dict[str, Any], key: Column, typ: str, default: Column | None = None) -> Column:
-    """``mapping[key]`` as a literal map of values of type ``typ`` (null, or ``default``, when absent)."""
-    if not mapping:
-        return default if default is not None else F.lit(None).cast(typ)
-    literal = F.create_map(*[x for k, v in mapping.items() for x in (F.lit(k), F.lit(v).cast(typ))])
-    value = F.element_at(literal, key)
+FACT_MARK = "\u0000fact:"  # a key no record has: it names the fact inside its text
+
+
+def fact_text(name: str, mapping: dict[str, Any]) -> str:
+    """``mapping`` as JSON, with a first key naming the fact: the same mapping under another name is another text."""
+    return json.dumps({FACT_MARK + name: None, **{str(k): v for k, v in mapping.items()}}, separators=(",", ":"))
+
+
+def fact_lookup(name: str, mapping: dict[str, Any], key: Column, typ: str, default: Column | None = None) -> Column:
+    """``mapping[key]``, ``mapping`` parsed from its text (``fact_text``) into a map of values of type
+    ``typ``; null, or ``default``, when absent."""
+    value = F.element_at(F.from_json(F.lit(fact_text(name, mapping)), f"map<string,{typ}>"), key)
     return F.coalesce(value, default) if default is not None else value
 
 
