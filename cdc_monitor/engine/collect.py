@@ -18,7 +18,7 @@ from cdc_monitor.engine.series import SERIES_COLUMNS, SERIES_PART, SET, Findings
 from cdc_monitor.engine.union import union_all
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, Row
 
 GROUP = ["check", "rule", "severity", "server", "table"]
 ORDER = ["check", "rule", "topic", "partition", "offset", "txn_id"]
@@ -37,6 +37,14 @@ def collect_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame],
     sends more than ``limit`` findings; the driver merges the groups in report order. With
     ``series``, the findings per interval of their record's time come from the same pass (part
     ``findings_series``): the union of the checks' findings is computed once, not once per use."""
+    tagged, columns = tag_all(findings, limit, parts, series)
+    return read_tagged(tagged.collect(), columns, limit)
+
+
+def tag_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame],
+            series: FindingsSeries | None = None) -> tuple[DataFrame, dict[str, list[str]]]:
+    """What ``collect_all`` collects, not yet computed: one frame of (part, JSON text) rows, and the
+    columns of each part."""
     ranked = findings.select(*FINDING_COLUMNS).withColumn("rn", F.row_number().over(
         Window.partitionBy(*GROUP).orderBy(*ORDER[2:])))
     keys: list[Column] = [F.col(c) for c in GROUP]
@@ -53,10 +61,15 @@ def collect_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame],
     columns = {name: frame.columns for name, frame in parts.items()}
     if series is not None:
         columns[SERIES_PART] = list(SERIES_COLUMNS)
+    return tagged, columns
+
+
+def read_tagged(tagged: list[Row], columns: dict[str, list[str]], limit: int) -> Collected:
+    """The rows of ``tag_all``'s frame, as collected, by part."""
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in columns}
     counts: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
-    for r in tagged.collect():
+    for r in tagged:
         d = json.loads(r["row"])
         if r["part"] == "findings":
             counts.append({k: d.get(k) for k in [*GROUP, "count"]})

@@ -18,24 +18,28 @@ first-seen times (``watch/state.py``): a few kilobytes whatever the number of ke
 from __future__ import annotations
 
 import copy
+import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
+from cdc_monitor.avro.registry import RegistrySettings
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.checks.findings import FINDING_COLUMNS
 from cdc_monitor.checks.lag import lag_row_ms
 from cdc_monitor.checks.registry import run_checks
+from cdc_monitor.checks.schema import ShapeVerdicts, judge_shapes
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import decode_records, without_texts
 from cdc_monitor.decoding.avro import avro_as_json
 from cdc_monitor.decoding.events import txn_key
 from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import heartbeats
-from cdc_monitor.engine.collect import collect_all
-from cdc_monitor.engine.facts import census_frame, facts_from_rows
+from cdc_monitor.engine.collect import read_tagged, tag_all
+from cdc_monitor.engine.facts import WindowFacts, census_frame, facts_from_rows
+from cdc_monitor.engine.plans import PlanTemplates
 from cdc_monitor.engine.union import narrow_union, union_all
 from cdc_monitor.watch.carry import (
     CANDIDATE,
@@ -66,6 +70,7 @@ COORD = list(ROW[:3])  # topic, partition, offset
 # with transactions and schemas 12.5 s instead of 14.2 s on average (the checks' job reads the events
 # a dozen times); ~1.1k-record batches were ~0.5 s slower with the extra job (benchmarks.watch_batch).
 NARROW_FROM_ROWS = 5_000
+PLANS = PlanTemplates()  # the checks' plan of each shape of batch, built once per process
 
 
 @dataclass
@@ -147,17 +152,13 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
         if starts:  # nothing new: nothing to judge
             rows = sum(r["n"] for r in parts)
             cache.one_partition = rows <= cfg.one_partition_rows  # a small batch: checks without shuffles
-            events = cache.materialize(_events(out, cfg, cache))
-            texts = None
+            events = cache.materialize(_decoded(out, settings, cache))
+            decoded = None
             if rows >= settings.narrow_from_rows:  # the checks read events without their raw texts
-                texts = events.where("is_new")  # (the embedded-schema check reads them, on new records)
+                decoded = events  # (the embedded-schema check reads them, on new records)
                 events = cache.materialize(without_texts(events))
             clock("decode")
-            known_final = cache.single(out.where(F.col("role") == FINAL_ROLE).select(*COORD))
-            pending = cache.single(out.where(F.col("role") == PENDING).select(
-                "topic", "partition", F.col("offset").alias("end_offset")))
-            outcome, open_txns, marked = _check(spark, events, known_final, pending, state, settings, batch_id, cache,
-                                                clock, texts)
+            outcome, open_txns, marked = _check(out, events, decoded, state, settings, batch_id, cache, clock)
             # a server's open transactions are known where the batch holds its markers (the operator
             # hands every held marker of a server with the server's new ones); elsewhere they stay
             # as they were: a batch of heartbeats does not close a transaction
@@ -184,6 +185,21 @@ class _Clock:
         self.mark = now
 
 
+def _settings_key(settings: WatchSettings) -> str:
+    """The settings, as part of a plan's key (hashed: they can hold credentials)."""
+    return hashlib.sha256(repr(settings).encode()).hexdigest()
+
+
+def _decoded(out: DataFrame, settings: WatchSettings, cache: FrameCache) -> DataFrame:
+    """``_events``, its plan built once per process (engine/plans.py) unless the records' Avro
+    schemas come from a registry (the plan then holds the schemas the batch names)."""
+    cfg = settings.scan
+    if RegistrySettings.from_conf(cfg.schema_registry) is not None:
+        return _events(out, cfg, cache)
+    frame, _ = PLANS.frame(("decode", _settings_key(settings)), [out], {}, lambda: (_events(out, cfg, cache), None), cache)
+    return frame
+
+
 def _events(out: DataFrame, cfg: ScanConfig, cache: FrameCache) -> DataFrame:
     """New records and their context (a record several groups carry, once), decoded, with flags."""
     new = out.where(F.col("role") == NEW).withColumns(
@@ -196,11 +212,11 @@ def _events(out: DataFrame, cfg: ScanConfig, cache: FrameCache) -> DataFrame:
     return decode_records(avro_as_json(records, cfg, cache).records, cfg.roles, keep=FLAGS)
 
 
-def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pending: DataFrame, state: WatchState,
-           settings: WatchSettings, batch_id: int, cache: FrameCache, clock: _Clock, texts: DataFrame | None = None
-           ) -> tuple[BatchOutcome, list[tuple[str, str]], set[str]]:
+def _check(out: DataFrame, events: DataFrame, decoded: DataFrame | None, state: WatchState, settings: WatchSettings,
+           batch_id: int, cache: FrameCache, clock: _Clock) -> tuple[BatchOutcome, list[tuple[str, str]], set[str]]:
     """The batch's outcome, its open transactions (server, key) and the servers whose markers it
-    holds (as ``_key`` spells them)."""
+    holds (as ``_key`` spells them). ``out``: the stateful operators' rows; ``events``: decoded;
+    ``decoded``: the same with their raw texts where ``events`` was narrowed (all three checkpoints)."""
     cfg = settings.scan
     facts = facts_from_rows(census_frame(events).collect(), _partitions(state, cfg.roles, batch_id))
     for beat in heartbeats(facts.rows):  # the newest per server, kept across batches for the gauge
@@ -209,37 +225,17 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
             state.heartbeats[server] = max(state.heartbeats.get(server, 0), int(beat["last_ts_ms"]))
     _widen_txn_span(facts.txn_span, state.txn_span)
     clock("census")
-    fresh = events.where("is_new")
-    # the scan's runner, its findings filtered by scope (see the module)
-    checked = run_checks(events, facts, cfg, cache, texts, fresh=fresh, lag_scope=events.where(F.col("is_new") | F.col("tail")))
+    with_texts = (decoded if decoded is not None else events).where("is_new")
+    shapes = judge_shapes(with_texts) if facts.has_embedded_schemas else None  # (a job: the batch's distinct shapes)
+    # the plan's shape: what it is built from besides its checkpoints and facts (engine/plans.py)
+    shape = ("checks", _settings_key(settings), facts.has_transactions, facts.has_embedded_schemas,
+             facts.has_schema_changes, facts.has_snapshot_events, cache.one_partition, decoded is not None,
+             shapes.plan_key() if shapes is not None else None)
+    tagged, columns = PLANS.frame(shape, [out, events, *([decoded] if decoded is not None else [])],
+                                  facts.texts() | (shapes.texts() if shapes is not None else {}),
+                                  lambda: _plan(out, events, decoded, facts, shapes, settings, cache), cache)
     clock("plan checks")
-    flags = events.select(*COORD, "is_new", "candidate")
-
-    located_rows = [f.select(*FINDING_COLUMNS, F.lit(False).alias("orphan"))
-                    for f in [*checked.by_scope["key"], *checked.by_scope["table"]]]
-    verdicts: list[DataFrame] = []
-    parts: dict[str, DataFrame] = {}
-    if checked.transactions is not None:  # (None: the batch and its context hold no transaction)
-        # transactions the carry operator still holds (END seen, events on their way) are judged later
-        judged = checked.transactions.join(pending, ["topic", "partition", "end_offset"], "left_anti")
-        final_ids = judged.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
-        txn = union_all(checked.by_scope["transaction"], FINDING_COLUMNS).withColumn("txn_key", txn_key(F.col("txn_id")))
-        verdicts.append(txn.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi"))
-        orphans = txn.where(F.col("rule") == "orphan_event").join(known_final, COORD, "left_anti")
-        located_rows.append(orphans.select(*FINDING_COLUMNS, F.lit(True).alias("orphan")))
-        parts["transactions"] = judged.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status")
-    # one join with the records' flags serves both filters, over the union of what they filter:
-    # per-key and per-table findings where they land on a new record, orphan events new or carried
-    # as candidates
-    located = union_all(located_rows).join(flags, COORD).where(F.col("is_new") | (F.col("orphan") & F.col("candidate")))
-    findings = narrow_union(union_all([*checked.by_scope["record"], located, *verdicts], FINDING_COLUMNS), cache.one_partition)
-    # findings' counts, transaction verdicts, the lag table, events by op and record counts: one job
-    got = collect_all(findings, 0, {
-        **parts,
-        "lag": checked.lag,
-        "by_op": fresh.where("data_event").groupBy("server", "table", "op").count(),
-        "counts": fresh.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("decode_error").isNotNull().cast("int")).alias("bad")),
-    })
+    got = read_tagged(tagged.collect(), columns, 0)
     clock("checks")
     grouped = got.counts
     open_txns: list[tuple[str, str]] = []
@@ -265,6 +261,44 @@ def _check(spark: SparkSession, events: DataFrame, known_final: DataFrame, pendi
     assert all(r["rule"] in CATALOGUE for r in grouped)
     outcome = BatchOutcome(batch_id, int(counts["n"] or 0), int(counts["bad"] or 0), lag, by_op, finalized, grouped)
     return outcome, open_txns, {_key(r["server"]) for r in facts.rows if r["kind"] == "transaction"}
+
+
+def _plan(out: DataFrame, events: DataFrame, decoded: DataFrame | None, facts: WindowFacts, shapes: ShapeVerdicts | None,
+          settings: WatchSettings, cache: FrameCache) -> tuple[DataFrame, dict[str, list[str]]]:
+    """The batch's checks as one frame to collect (``tag_all``): findings by scope as watch counts
+    them, transaction verdicts, the lag table, events by op and record counts."""
+    fresh = events.where("is_new")
+    # the scan's runner, its findings filtered by scope (see the module)
+    checked = run_checks(events, facts, settings.scan, cache, decoded.where("is_new") if decoded is not None else None,
+                         fresh=fresh, lag_scope=events.where(F.col("is_new") | F.col("tail")), shapes=shapes)
+    flags = events.select(*COORD, "is_new", "candidate")
+    located_rows = [f.select(*FINDING_COLUMNS, F.lit(False).alias("orphan"))
+                    for f in [*checked.by_scope["key"], *checked.by_scope["table"]]]
+    verdicts: list[DataFrame] = []
+    parts: dict[str, DataFrame] = {}
+    if checked.transactions is not None:  # (None: the batch and its context hold no transaction)
+        # transactions the carry operator still holds (END seen, events on their way) are judged later
+        pending = cache.single(out.where(F.col("role") == PENDING).select(
+            "topic", "partition", F.col("offset").alias("end_offset")))
+        known_final = cache.single(out.where(F.col("role") == FINAL_ROLE).select(*COORD))
+        judged = checked.transactions.join(pending, ["topic", "partition", "end_offset"], "left_anti")
+        final_ids = judged.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
+        txn = union_all(checked.by_scope["transaction"], FINDING_COLUMNS).withColumn("txn_key", txn_key(F.col("txn_id")))
+        verdicts.append(txn.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi"))
+        orphans = txn.where(F.col("rule") == "orphan_event").join(known_final, COORD, "left_anti")
+        located_rows.append(orphans.select(*FINDING_COLUMNS, F.lit(True).alias("orphan")))
+        parts["transactions"] = judged.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status")
+    # one join with the records' flags serves both filters, over the union of what they filter:
+    # per-key and per-table findings where they land on a new record, orphan events new or carried
+    # as candidates
+    located = union_all(located_rows).join(flags, COORD).where(F.col("is_new") | (F.col("orphan") & F.col("candidate")))
+    findings = narrow_union(union_all([*checked.by_scope["record"], located, *verdicts], FINDING_COLUMNS), cache.one_partition)
+    return tag_all(findings, 0, {
+        **parts,
+        "lag": checked.lag,
+        "by_op": fresh.where("data_event").groupBy("server", "table", "op").count(),
+        "counts": fresh.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("decode_error").isNotNull().cast("int")).alias("bad")),
+    })
 
 
 def _widen_txn_span(batch: dict[Any, tuple[int, int]], seen: dict[str, list[int]]) -> None:
