@@ -5,14 +5,16 @@ that plan from Python costs ~1,000 JVM round trips and a few hundred analyses by
 a growing plan (1.5-2 s of a ~4.5 s batch of 1k records on 2 cores). ``PlanTemplates`` keeps the
 analyzed plan the first batch of each shape built, with the checkpoints it read (its leaves) and
 the fact texts it holds (``engine/facts.py``), and gives each later batch of that shape the same
-plan over its own checkpoints and facts (``cdcmonitor.PlanTemplate`` in the operator jar).
+plan over its own checkpoints and facts (``cdcmonitor.PlanTemplate`` in the operator jar), already
+optimized: Spark's optimizer does not run again either.
 
 The shape (``key``) is everything the plan's structure depends on besides those leaves' data
 (their columns are part of it) and texts:
 which checks the window feeds, whether it is held in one partition, the schemas whose integer
 ranges are judged... The caller names it; ``CDC_MONITOR_PLAN_REUSE=verify`` (the tests) builds
-every plan again as well and fails when the reused one differs from it (Spark's ``sameResult``:
-the same plan up to attribute ids), so a shape that missed something shows up as a failing test.
+every plan again as well and fails when the reused one differs from it, analyzed or optimized
+(Spark's ``sameResult``: the same plan up to attribute ids; what persisted frames hold is compared
+in the analyzed plan), so a shape that missed something shows up as a failing test.
 ``off`` builds every plan (as without the operator jar).
 """
 
@@ -39,8 +41,8 @@ class PlanMismatch(AssertionError):
 
 @dataclass
 class _Template(Generic[T]):
-    jvm: Any  # cdcmonitor.PlanTemplate
-    kept: list[Any]  # the frames it persisted (FrameCache.keep), as templates
+    jvm: Any  # cdcmonitor.PlanTemplate, with its optimized plan
+    kept: list[Any]  # the frames it persisted (FrameCache.keep), as templates (analyzed)
     leaf_ids: list[int]
     texts: dict[str, str]  # fact name -> the text the plan holds
     meta: T
@@ -77,7 +79,8 @@ class PlanTemplates:
             mark = len(cache.kept)
             frame, meta = build()
             self.built += 1
-            self._plans[key] = _Template(owner(frame._jdf), [owner(f._jdf) for f in cache.kept[mark:]],
+            kept = cache.kept[mark:]
+            self._plans[key] = _Template(owner(frame._jdf, [f._jdf for f in kept]), [owner(f._jdf) for f in kept],
                                          [owner.leafId(f._jdf) for f in leaves], dict(texts), meta)
             while len(self._plans) > self.max_entries:
                 self._plans.popitem(last=False)
@@ -85,18 +88,20 @@ class PlanTemplates:
         self._plans.move_to_end(key)
         swaps = {template.texts[name]: text for name, text in texts.items() if template.texts[name] != text}
         named = dict(zip(template.leaf_ids, [f._jdf for f in leaves], strict=True))
-        for kept in template.kept:  # persisted first: the plan below reads them from the cache
-            cache.hold(_frame(kept.instantiate(spark._jsparkSession, named, swaps), spark))
-        jdf = template.jvm.instantiate(spark._jsparkSession, named, swaps)
-        frame = _frame(jdf, spark)
+        # the frames it persisted, persisted again over the new leaves (first: the plan reads them from the cache)
+        kept = [cache.hold(_frame(k.instantiate(spark._jsparkSession, named, swaps), spark))._jdf for k in template.kept]
+        jdf = template.jvm.instantiateOptimized(spark._jsparkSession, named, swaps, kept)
         self.reused += 1
         if mode == "verify":
             fresh, _ = build()
-            built, reused = fresh._jdf.queryExecution().analyzed(), jdf.queryExecution().analyzed()
-            if not built.sameResult(reused):
-                raise PlanMismatch(f"the plan reused for {key[:2]!r} differs from the plan built for this window:\n"
-                                   + _first_difference(built.canonicalized().treeString(), reused.canonicalized().treeString()))
-        return frame, template.meta
+            for stage, built, reused in (
+                    ("analyzed", fresh._jdf.queryExecution().analyzed(), jdf.queryExecution().analyzed()),
+                    ("optimized", owner.uncached(fresh._jdf), owner.uncached(jdf))):
+                if not built.sameResult(reused):
+                    raise PlanMismatch(f"the {stage} plan reused for {key[:2]!r} differs from the plan built for this "
+                                       "window:\n" + _first_difference(built.canonicalized().treeString(),
+                                                                       reused.canonicalized().treeString()))
+        return _frame(jdf, spark), template.meta
 
 
 def _first_difference(built: str, reused: str) -> str:
