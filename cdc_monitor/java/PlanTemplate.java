@@ -10,14 +10,18 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.CatalystTypeConverters$;
 import org.apache.spark.sql.catalyst.QueryPlanningTracker;
 import org.apache.spark.sql.catalyst.encoders.RowEncoder$;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.ExprId;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.JsonToStructs;
 import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.SortOrder;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.catalyst.util.MapData;
 import org.apache.spark.sql.catalyst.plans.logical.LocalRelation$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Statistics;
+import org.apache.spark.sql.catalyst.plans.physical.Partitioning;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.Dataset$;
 import org.apache.spark.sql.classic.SparkSession;
@@ -32,7 +36,7 @@ import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StringType$;
 import scala.Function1;
 import scala.Option;
-import scala.collection.JavaConverters;
+import scala.jdk.javaapi.CollectionConverters;
 import scala.collection.immutable.Seq;
 import scala.runtime.AbstractPartialFunction;
 
@@ -115,7 +119,7 @@ public final class PlanTemplate {
       String text = texts.get(((Literal) j.child()).value().toString());
       if (text != null) {
         Literal fresh = new Literal(CatalystTypeConverters$.MODULE$.convertToCatalyst(text), StringType$.MODULE$);
-        Expression parse = j.withNewChildren(JavaConverters.asScala(List.<Expression>of(fresh)).toSeq());
+        Expression parse = j.withNewChildren(CollectionConverters.asScala(List.<Expression>of(fresh)).toSeq());
         maps.put(marker(j.eval(null)), new Literal(parse.eval(null), j.dataType()));
       }
     }
@@ -224,8 +228,44 @@ public final class PlanTemplate {
       Statistics stats = fresh.computeStats(); // the new rows' size (join strategies), when it names no column
       Option<Statistics> newStats = stats.attributeStats().isEmpty()
           ? Option.apply(stats) : (Option<Statistics>) other.apply(1);
-      return (B1) old.copy(old.output(), fresh.rdd(), old.outputPartitioning(), old.outputOrdering(),
+      // the new rows' partitioning and ordering (a batch can have other partitions), in the occurrence's attributes
+      Map<ExprId, Attribute> rename = new HashMap<>();
+      List<Attribute> from = CollectionConverters.asJava(fresh.output());
+      List<Attribute> to = CollectionConverters.asJava(old.output());
+      for (int i = 0; i < from.size(); i++) {
+        rename.put(from.get(i).exprId(), to.get(i));
+      }
+      Rename attributes = new Rename(rename);
+      Partitioning partitioning = fresh.outputPartitioning();
+      if (partitioning instanceof Expression e) {
+        partitioning = (Partitioning) e.transform(attributes);
+      }
+      List<SortOrder> ordering = new ArrayList<>();
+      for (SortOrder order : CollectionConverters.asJava(fresh.outputOrdering())) {
+        ordering.add((SortOrder) order.transform(attributes));
+      }
+      return (B1) old.copy(old.output(), fresh.rdd(), partitioning, CollectionConverters.asScala(ordering).toSeq(),
           old.isStreaming(), old.stream(), session, newStats, (Option) other.apply(2), (Boolean) other.apply(3));
+    }
+  }
+
+  /** Attributes of one relation as the same columns of another. */
+  @SuppressWarnings({"rawtypes", "unchecked"})
+  private static final class Rename extends AbstractPartialFunction<Expression, Expression> {
+    private final Map<ExprId, Attribute> rename;
+
+    Rename(Map<ExprId, Attribute> rename) {
+      this.rename = rename;
+    }
+
+    @Override
+    public boolean isDefinedAt(Expression e) {
+      return e instanceof Attribute a && rename.containsKey(a.exprId());
+    }
+
+    @Override
+    public <A1 extends Expression, B1> B1 applyOrElse(A1 e, Function1<A1, B1> otherwise) {
+      return isDefinedAt(e) ? (B1) rename.get(((Attribute) e).exprId()) : otherwise.apply(e);
     }
   }
 

@@ -104,3 +104,17 @@ def test_leaves_with_other_columns_get_their_own_plan(spark):
         frame, _ = plans.frame("shape", [events], {}, lambda events=events: (events.where("v > 1"), None), FrameCache())
         assert frame.columns == events.columns
     assert (plans.built, plans.reused) == (2, 2)  # a null value is no other column: the last two reuse the first
+
+
+def test_a_leaf_with_other_partitions_is_planned_as_it_is(spark):
+    """Built over rows in one partition (which needs no shuffle for an aggregate), reused over rows
+    in three: the aggregate still shuffles them."""
+    plans = PlanTemplates(mode="on")
+    rows = [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5), ("a", 6)]
+    for parts in (1, 3):
+        events = spark.createDataFrame(rows, "k string, v bigint").repartition(parts).localCheckpoint()
+        assert events.rdd.getNumPartitions() == parts
+        frame, _ = plans.frame("shape", [events], {}, lambda events=events: (
+            events.groupBy("k").agg(F.sum("v").alias("total")), None), FrameCache())
+        assert sorted(frame.collect()) == [("a", 10), ("b", 7), ("c", 4)]
+    assert plans.reused == 1
