@@ -70,6 +70,12 @@ COORD = list(ROW[:3])  # topic, partition, offset
 # with transactions and schemas 12.5 s instead of 14.2 s on average (the checks' job reads the events
 # a dozen times); ~1.1k-record batches were ~0.5 s slower with the extra job (benchmarks.watch_batch).
 NARROW_FROM_ROWS = 5_000
+# A batch of up to this many operator rows is checked in one partition (engine/cache.py), unless the
+# scan setting ``one_partition_rows`` says fewer. Lower than a scan's 25,000: a batch reuses its plans,
+# so only running them counts, and one task leaves a core idle (benchmarks.watch_batch, warm, 2 cores:
+# ~1k records 2.0 s in one partition vs 2.9 s spread, ~3k 3.3-3.6 vs 3.7-4.9 s, ~6k even, ~11k 8.8-11.5
+# vs 6.8-7.3 s).
+ONE_PARTITION_ROWS = 6_000
 PLANS = PlanTemplates()  # the checks' plan of each shape of batch, built once per process
 
 
@@ -82,6 +88,7 @@ class WatchSettings:
     grace_ms: int = 600_000  # open longer than this (wall time): reported as overdue
     final_memory: int = 200_000  # ids of finalized transactions remembered (a replayed event of one is no orphan)
     narrow_from_rows: int = NARROW_FROM_ROWS
+    one_partition_rows: int = ONE_PARTITION_ROWS  # (and at most scan.one_partition_rows)
     transaction_servers: tuple[str, ...] = ()  # servers whose transaction topic the stream reads
     topic_partitions: tuple[tuple[str, int], ...] = ()  # (topic, partitions) of the topics it reads
 
@@ -151,7 +158,8 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
         outcome = BatchOutcome(batch_id, 0)
         if starts:  # nothing new: nothing to judge
             rows = sum(r["n"] for r in parts)
-            cache.one_partition = rows <= cfg.one_partition_rows  # a small batch: checks without shuffles
+            # a small batch: checks without shuffles
+            cache.one_partition = rows <= min(cfg.one_partition_rows, settings.one_partition_rows)
             events = cache.materialize(_decoded(out, settings, cache))
             decoded = None
             if rows >= settings.narrow_from_rows:  # the checks read events without their raw texts
