@@ -26,6 +26,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from py4j.protocol import Py4JError
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -56,6 +58,15 @@ class PlanTemplates:
         self._mode = mode
         self._plans: OrderedDict[Hashable, _Template[Any]] = OrderedDict()
         self.built = self.reused = 0
+        self.given_up = False  # a template failed (a Spark whose internals it does not know): plans are built
+
+    def _give_up(self, mode: str) -> None:
+        """Build every plan from now on (verify mode: fail instead, so the tests see it). Called
+        while handling the JVM's error, which a bare raise re-raises."""
+        if mode == "verify":
+            raise
+        self._plans.clear()
+        self.given_up = True
 
     def frame(self, key: Hashable, leaves: Sequence[DataFrame], texts: Mapping[str, str],
               build: Callable[[], tuple[DataFrame, T]], cache: FrameCache) -> tuple[DataFrame, T]:
@@ -68,7 +79,7 @@ class PlanTemplates:
         mode = self._mode or os.environ.get("CDC_MONITOR_PLAN_REUSE", "on")
         if mode not in MODES:
             raise ValueError(f"CDC_MONITOR_PLAN_REUSE={mode}: use one of {', '.join(MODES)}")
-        owner = _template_class(spark) if mode != "off" else None
+        owner = _template_class(spark) if mode != "off" and not self.given_up else None
         if owner is None:
             self.built += 1
             return build()
@@ -80,17 +91,26 @@ class PlanTemplates:
             frame, meta = build()
             self.built += 1
             kept = cache.kept[mark:]
-            self._plans[key] = _Template(owner(frame._jdf, [f._jdf for f in kept]), [owner(f._jdf) for f in kept],
-                                         [owner.leafId(f._jdf) for f in leaves], dict(texts), meta)
+            try:
+                self._plans[key] = _Template(owner(frame._jdf, [f._jdf for f in kept]), [owner(f._jdf) for f in kept],
+                                             [owner.leafId(f._jdf) for f in leaves], dict(texts), meta)
+            except Py4JError:
+                self._give_up(mode)
             while len(self._plans) > self.max_entries:
                 self._plans.popitem(last=False)
             return frame, meta
         self._plans.move_to_end(key)
         swaps = {template.texts[name]: text for name, text in texts.items() if template.texts[name] != text}
         named = dict(zip(template.leaf_ids, [f._jdf for f in leaves], strict=True))
-        # the frames it persisted, persisted again over the new leaves (first: the plan reads them from the cache)
-        kept = [cache.hold(_frame(k.instantiate(spark._jsparkSession, named, swaps), spark))._jdf for k in template.kept]
-        jdf = template.jvm.instantiateOptimized(spark._jsparkSession, named, swaps, kept)
+        try:
+            # the frames it persisted, persisted again over the new leaves (first: the plan reads them from the cache)
+            kept = [cache.hold(_frame(k.instantiate(spark._jsparkSession, named, swaps), spark))._jdf
+                    for k in template.kept]
+            jdf = template.jvm.instantiateOptimized(spark._jsparkSession, named, swaps, kept)
+        except Py4JError:
+            self._give_up(mode)
+            self.built += 1
+            return build()
         self.reused += 1
         if mode == "verify":
             fresh, _ = build()

@@ -87,12 +87,23 @@ def test_a_shape_missing_from_the_key_is_caught_in_verify_mode(spark):
                 plans.frame("shape", [events], {}, build, FrameCache())
 
 
-def test_a_leaf_that_is_not_a_checkpoint_is_refused(spark):
-    plans = PlanTemplates(mode="on")
+def test_a_template_that_fails_gives_way_to_building_every_plan(spark):
+    """A leaf the template cannot take (here not a checkpoint; in the field a Spark whose internals
+    it does not know): the plan is built, and from then on every plan; verify mode fails instead."""
     events = checkpoint(spark, BATCHES[0][0])
-    plans.frame("shape", [events], {}, lambda: (events.where("v > 1"), None), FrameCache())
-    with pytest.raises(Exception, match="not a checkpoint"):
-        plans.frame("shape", [spark.range(3)], {}, lambda: (events.where("v > 1"), None), FrameCache())
+    other = spark.range(3).withColumnRenamed("id", "v")
+    for mode in ("on", "verify"):
+        plans = PlanTemplates(mode=mode)
+        plans.frame("shape", [events], {}, lambda: (events.where("v > 1"), None), FrameCache())
+        if mode == "verify":
+            with pytest.raises(Exception, match="not a checkpoint"):
+                plans.frame("shape", [other], {}, lambda: (other.where("v > 1"), None), FrameCache())
+            continue
+        frame, _ = plans.frame("shape", [other], {}, lambda: (other.where("v > 1"), None), FrameCache())
+        assert sorted(frame.collect()) == [(2,)]
+        assert plans.given_up and plans.reused == 0
+        plans.frame("shape", [events], {}, lambda: (events.where("v > 1"), None), FrameCache())
+        assert (plans.built, plans.reused) == (3, 0)
 
 
 def test_leaves_with_other_columns_get_their_own_plan(spark):
