@@ -27,6 +27,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from py4j.protocol import Py4JError
+from pyspark.errors.exceptions.captured import CapturedException
+
+JVM_ERRORS = (Py4JError, CapturedException)  # (PySpark turns most of the JVM's exceptions into the latter)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -94,7 +97,7 @@ class PlanTemplates:
             try:
                 self._plans[key] = _Template(owner(frame._jdf, [f._jdf for f in kept]), [owner(f._jdf) for f in kept],
                                              [owner.leafId(f._jdf) for f in leaves], dict(texts), meta)
-            except Py4JError:
+            except JVM_ERRORS:
                 self._give_up(mode)
             while len(self._plans) > self.max_entries:
                 self._plans.popitem(last=False)
@@ -107,7 +110,7 @@ class PlanTemplates:
             kept = [cache.hold(_frame(k.instantiate(spark._jsparkSession, named, swaps), spark))._jdf
                     for k in template.kept]
             jdf = template.jvm.instantiateOptimized(spark._jsparkSession, named, swaps, kept)
-        except Py4JError:
+        except JVM_ERRORS:
             self._give_up(mode)
             self.built += 1
             return build()
