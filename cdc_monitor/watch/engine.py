@@ -76,7 +76,7 @@ NARROW_FROM_ROWS = 5_000
 # ~1k records 2.0 s in one partition vs 2.9 s spread, ~3k 3.3-3.6 vs 3.7-4.9 s, ~6k even, ~11k 8.8-11.5
 # vs 6.8-7.3 s).
 ONE_PARTITION_ROWS = 6_000
-PLANS = PlanTemplates()  # the checks' plan of each shape of batch, built once per process
+PLANS = PlanTemplates()  # the decoding and checks plans of each shape of batch, built once per process
 
 
 @dataclass
