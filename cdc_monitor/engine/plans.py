@@ -21,6 +21,7 @@ in the analyzed plan), so a shape that missed something shows up as a failing te
 from __future__ import annotations
 
 import os
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ class PlanTemplates:
         self._plans: OrderedDict[Hashable, _Template[Any]] = OrderedDict()
         self.built = self.reused = 0
         self.given_up = False  # a template failed (a Spark whose internals it does not know): plans are built
+        self.why = ""  # the first line of that failure
 
     def _give_up(self, mode: str) -> None:
         """Build every plan from now on (verify mode: fail instead, so the tests see it). Called
@@ -70,6 +72,7 @@ class PlanTemplates:
             raise
         self._plans.clear()
         self.given_up = True
+        self.why = (str(sys.exc_info()[1]).strip().splitlines() or [""])[0][:300]
 
     def frame(self, key: Hashable, leaves: Sequence[DataFrame], texts: Mapping[str, str],
               build: Callable[[], tuple[DataFrame, T]], cache: FrameCache) -> tuple[DataFrame, T]:
