@@ -70,13 +70,8 @@ public final class PlanTemplate {
   public PlanTemplate(Dataset<?> built, List<Dataset<?>> kept) {
     this.plan = built.queryExecution().analyzed();
     this.optimized = built.queryExecution().optimizedPlan();
-    SparkSession session = built.sparkSession();
     for (Dataset<?> frame : kept) {
-      Option<CachedData> cached = session.sharedState().cacheManager().lookupCachedData(frame);
-      if (cached.isEmpty()) {
-        throw new IllegalArgumentException("a kept frame is not cached");
-      }
-      this.kept.add(cached.get().cachedRepresentation().cacheBuilder());
+      this.kept.add(cached(built.sparkSession(), frame).cacheBuilder());
     }
     plan.foreach(node -> {
       node.expressions().foreach(root -> {
@@ -93,6 +88,19 @@ public final class PlanTemplate {
     });
   }
 
+  /** The id of the RDD a checkpointed Dataset reads (how its leaf is named in a template). */
+  public static int leafId(Dataset<?> checkpoint) {
+    return asLeaf(checkpoint).rdd().id();
+  }
+
+  /**
+   * The template over new leaves and texts: leaves maps the RDD id of a leaf it was built over to
+   * the checkpoint replacing it; texts maps a literal it holds to its replacement.
+   */
+  public Dataset<Row> instantiate(SparkSession session, Map<Integer, Dataset<?>> leaves, Map<String, String> texts) {
+    return Dataset$.MODULE$.ofRows(session, analyzed(session, byId(leaves), texts));
+  }
+
   /**
    * The optimized template over new leaves, texts and kept frames (persisted, in the order the
    * template's were): a Dataset whose optimized plan is given, not computed.
@@ -102,43 +110,78 @@ public final class PlanTemplate {
     if (optimized == null || keptFrames.size() != kept.size()) {
       throw new IllegalArgumentException("a template without its optimized plan or with other kept frames");
     }
-    Map<Integer, LogicalRDD> byId = new HashMap<>();
-    for (Map.Entry<Integer, Dataset<?>> e : leaves.entrySet()) {
-      byId.put(e.getKey(), asLeaf(e.getValue()));
-    }
+    Map<Integer, LogicalRDD> byId = byId(leaves);
     Map<CachedRDDBuilder, InMemoryRelation> relations = new IdentityHashMap<>();
     for (int i = 0; i < kept.size(); i++) {
-      Option<CachedData> cached = session.sharedState().cacheManager().lookupCachedData(keptFrames.get(i));
-      if (cached.isEmpty()) {
-        throw new IllegalArgumentException("a kept frame is not cached");
-      }
-      relations.put(kept.get(i), cached.get().cachedRepresentation());
+      relations.put(kept.get(i), cached(session, keptFrames.get(i)));
     }
-    Map<String, Literal> maps = new HashMap<>();
+    Map<String, Literal> maps = new HashMap<>(); // folded facts by the key naming them: the new window's
     for (JsonToStructs j : facts) {
       String text = texts.get(((Literal) j.child()).value().toString());
       if (text != null) {
-        Literal fresh = new Literal(CatalystTypeConverters$.MODULE$.convertToCatalyst(text), StringType$.MODULE$);
-        Expression parse = j.withNewChildren(CollectionConverters.asScala(List.<Expression>of(fresh)).toSeq());
+        Expression parse = j.withNewChildren(CollectionConverters.asScala(List.<Expression>of(text(text, j.child()))).toSeq());
         maps.put(marker(j.eval(null)), new Literal(parse.eval(null), j.dataType()));
       }
     }
-    LogicalPlan swapped = optimized.transformUp(new SwapLeaves(byId, session)).transformUp(new SwapCached(relations));
-    LogicalPlan out = (LogicalPlan) swapped.transformAllExpressions(new SwapMaps(maps));
+    LogicalPlan out = (LogicalPlan) optimized
+        .transformUp(new Rule<LogicalPlan>(p -> swapLeaf(p, byId, session)))
+        .transformUp(new Rule<LogicalPlan>(p -> p instanceof InMemoryRelation r && relations.containsKey(r.cacheBuilder())
+            ? relations.get(r.cacheBuilder()).withOutput(r.output()) : null))
+        .transformAllExpressions(new Rule<Expression>(e -> e instanceof Literal lit && lit.dataType() instanceof MapType
+            ? maps.get(marker(lit.value())) : null));
     QueryExecution$ defaults = QueryExecution$.MODULE$;
-    LogicalPlan analyzed = (LogicalPlan) plan.transformUp(new SwapLeaves(byId, session))
-        .transformAllExpressions(new SwapTexts(texts));
-    analyzed.setAnalyzed();
-    QueryExecution qe = new Prepared(session, analyzed, out, defaults.$lessinit$greater$default$3(),
+    QueryExecution qe = new Prepared(session, analyzed(session, byId, texts), out, defaults.$lessinit$greater$default$3(),
         defaults.$lessinit$greater$default$4(), defaults.$lessinit$greater$default$5(),
         defaults.$lessinit$greater$default$6(), defaults.$lessinit$greater$default$7(),
         defaults.$lessinit$greater$default$8());
     return new Dataset<Row>(qe, RowEncoder$.MODULE$.encoderFor(plan.schema()));
   }
 
-  /** The optimized plan of a Dataset without what its persisted frames hold (to compare two). */
+  /** The optimized plan of a Dataset without what its persisted frames hold (to compare two): each
+   * in-memory relation an empty relation of its columns (what they cache is compared analyzed). */
   public static LogicalPlan uncached(Dataset<?> frame) {
-    return frame.queryExecution().optimizedPlan().transformUp(new Uncache());
+    return frame.queryExecution().optimizedPlan().transformUp(new Rule<LogicalPlan>(
+        p -> p instanceof InMemoryRelation r ? LocalRelation$.MODULE$.apply(r.output()) : null));
+  }
+
+  /** The analyzed template over new leaves, its fact texts replaced: analyzed as it is. */
+  private LogicalPlan analyzed(SparkSession session, Map<Integer, LogicalRDD> byId, Map<String, String> texts) {
+    LogicalPlan out = (LogicalPlan) plan.transformUp(new Rule<LogicalPlan>(p -> swapLeaf(p, byId, session)))
+        .transformAllExpressions(new Rule<Expression>(e -> e instanceof Literal lit && lit.dataType() instanceof StringType
+            && lit.value() != null && texts.containsKey(lit.value().toString()) ? text(texts.get(lit.value().toString()), e)
+            : null));
+    out.setAnalyzed();
+    return out;
+  }
+
+  private static Map<Integer, LogicalRDD> byId(Map<Integer, Dataset<?>> leaves) {
+    Map<Integer, LogicalRDD> byId = new HashMap<>();
+    for (Map.Entry<Integer, Dataset<?>> e : leaves.entrySet()) {
+      byId.put(e.getKey(), asLeaf(e.getValue()));
+    }
+    return byId;
+  }
+
+  private static LogicalRDD asLeaf(Dataset<?> checkpoint) {
+    LogicalPlan leaf = checkpoint.queryExecution().analyzed();
+    if (!(leaf instanceof LogicalRDD)) {
+      throw new IllegalArgumentException("not a checkpoint: " + leaf.nodeName());
+    }
+    return (LogicalRDD) leaf;
+  }
+
+  /** The in-memory relation of a persisted frame. */
+  private static InMemoryRelation cached(SparkSession session, Dataset<?> frame) {
+    Option<CachedData> cached = session.sharedState().cacheManager().lookupCachedData(frame);
+    if (cached.isEmpty()) {
+      throw new IllegalArgumentException("a kept frame is not cached");
+    }
+    return cached.get().cachedRepresentation();
+  }
+
+  /** A string literal of the type of ``like``. */
+  private static Literal text(String text, Expression like) {
+    return new Literal(CatalystTypeConverters$.MODULE$.convertToCatalyst(text), like.dataType());
   }
 
   /** The key naming a fact in its parsed map (null: none). */
@@ -154,6 +197,38 @@ public final class PlanTemplate {
       }
     }
     return null;
+  }
+
+  /**
+   * An occurrence of a named leaf: the new checkpoint's rows under the occurrence's attributes, with
+   * the new rows' partitioning, ordering (a batch can have other partitions) and size (null: not one).
+   */
+  @SuppressWarnings({"rawtypes", "unchecked"})
+  private static LogicalPlan swapLeaf(LogicalPlan p, Map<Integer, LogicalRDD> byId, SparkSession session) {
+    if (!(p instanceof LogicalRDD old) || !byId.containsKey(old.rdd().id())) {
+      return null;
+    }
+    LogicalRDD fresh = byId.get(old.rdd().id());
+    Seq<Object> other = old.otherCopyArgs(); // session, statistics, constraints, checkpointed input
+    Statistics stats = fresh.computeStats(); // the new rows' size (join strategies), when it names no column
+    Option<Statistics> newStats = stats.attributeStats().isEmpty() ? Option.apply(stats) : (Option<Statistics>) other.apply(1);
+    Map<ExprId, Attribute> rename = new HashMap<>();
+    List<Attribute> from = CollectionConverters.asJava(fresh.output());
+    List<Attribute> to = CollectionConverters.asJava(old.output());
+    for (int i = 0; i < from.size(); i++) {
+      rename.put(from.get(i).exprId(), to.get(i));
+    }
+    Rule<Expression> attributes = new Rule<>(e -> e instanceof Attribute a ? rename.get(a.exprId()) : null);
+    Partitioning partitioning = fresh.outputPartitioning();
+    if (partitioning instanceof Expression e) {
+      partitioning = (Partitioning) e.transform(attributes);
+    }
+    List<SortOrder> ordering = new ArrayList<>();
+    for (SortOrder order : CollectionConverters.asJava(fresh.outputOrdering())) {
+      ordering.add((SortOrder) order.transform(attributes));
+    }
+    return old.copy(old.output(), fresh.rdd(), partitioning, CollectionConverters.asScala(ordering).toSeq(),
+        old.isStreaming(), old.stream(), session, newStats, (Option) other.apply(2), (Boolean) other.apply(3));
   }
 
   /** A query whose optimized plan is known. */
@@ -173,196 +248,24 @@ public final class PlanTemplate {
     }
   }
 
-  /** The id of the RDD a checkpointed Dataset reads (how its leaf is named in a template). */
-  public static int leafId(Dataset<?> checkpoint) {
-    return asLeaf(checkpoint).rdd().id();
-  }
+  /** A Catalyst rule (a Scala partial function) from a Java function: defined where it returns a node. */
+  private static final class Rule<T> extends AbstractPartialFunction<T, T> {
+    private final java.util.function.Function<T, T> rule;
 
-  /**
-   * The template over new leaves and texts: leaves maps the RDD id of a leaf it was built over to
-   * the checkpoint replacing it; texts maps a literal it holds to its replacement.
-   */
-  public Dataset<Row> instantiate(SparkSession session, Map<Integer, Dataset<?>> leaves, Map<String, String> texts) {
-    Map<Integer, LogicalRDD> byId = new HashMap<>();
-    for (Map.Entry<Integer, Dataset<?>> e : leaves.entrySet()) {
-      byId.put(e.getKey(), asLeaf(e.getValue()));
-    }
-    LogicalPlan swapped = plan.transformUp(new SwapLeaves(byId, session));
-    LogicalPlan out = (LogicalPlan) swapped.transformAllExpressions(new SwapTexts(texts));
-    out.setAnalyzed();
-    return Dataset$.MODULE$.ofRows(session, out);
-  }
-
-  private static LogicalRDD asLeaf(Dataset<?> checkpoint) {
-    LogicalPlan leaf = checkpoint.queryExecution().analyzed();
-    if (!(leaf instanceof LogicalRDD)) {
-      throw new IllegalArgumentException("not a checkpoint: " + leaf.nodeName());
-    }
-    return (LogicalRDD) leaf;
-  }
-
-  /** Each occurrence of a named leaf: the new checkpoint's rows under the occurrence's attributes. */
-  @SuppressWarnings({"rawtypes", "unchecked"})
-  private static final class SwapLeaves extends AbstractPartialFunction<LogicalPlan, LogicalPlan> {
-    private final Map<Integer, LogicalRDD> byId;
-    private final SparkSession session;
-
-    SwapLeaves(Map<Integer, LogicalRDD> byId, SparkSession session) {
-      this.byId = byId;
-      this.session = session;
+    Rule(java.util.function.Function<T, T> rule) {
+      this.rule = rule;
     }
 
     @Override
-    public boolean isDefinedAt(LogicalPlan p) {
-      return p instanceof LogicalRDD && byId.containsKey(((LogicalRDD) p).rdd().id());
-    }
-
-    @Override
-    public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 p, Function1<A1, B1> otherwise) {
-      if (!isDefinedAt(p)) {
-        return otherwise.apply(p);
-      }
-      LogicalRDD old = (LogicalRDD) p;
-      LogicalRDD fresh = byId.get(old.rdd().id());
-      Seq<Object> other = old.otherCopyArgs(); // session, statistics, constraints, checkpointed input
-      Statistics stats = fresh.computeStats(); // the new rows' size (join strategies), when it names no column
-      Option<Statistics> newStats = stats.attributeStats().isEmpty()
-          ? Option.apply(stats) : (Option<Statistics>) other.apply(1);
-      // the new rows' partitioning and ordering (a batch can have other partitions), in the occurrence's attributes
-      Map<ExprId, Attribute> rename = new HashMap<>();
-      List<Attribute> from = CollectionConverters.asJava(fresh.output());
-      List<Attribute> to = CollectionConverters.asJava(old.output());
-      for (int i = 0; i < from.size(); i++) {
-        rename.put(from.get(i).exprId(), to.get(i));
-      }
-      Rename attributes = new Rename(rename);
-      Partitioning partitioning = fresh.outputPartitioning();
-      if (partitioning instanceof Expression e) {
-        partitioning = (Partitioning) e.transform(attributes);
-      }
-      List<SortOrder> ordering = new ArrayList<>();
-      for (SortOrder order : CollectionConverters.asJava(fresh.outputOrdering())) {
-        ordering.add((SortOrder) order.transform(attributes));
-      }
-      return (B1) old.copy(old.output(), fresh.rdd(), partitioning, CollectionConverters.asScala(ordering).toSeq(),
-          old.isStreaming(), old.stream(), session, newStats, (Option) other.apply(2), (Boolean) other.apply(3));
-    }
-  }
-
-  /** Attributes of one relation as the same columns of another. */
-  @SuppressWarnings({"rawtypes", "unchecked"})
-  private static final class Rename extends AbstractPartialFunction<Expression, Expression> {
-    private final Map<ExprId, Attribute> rename;
-
-    Rename(Map<ExprId, Attribute> rename) {
-      this.rename = rename;
-    }
-
-    @Override
-    public boolean isDefinedAt(Expression e) {
-      return e instanceof Attribute a && rename.containsKey(a.exprId());
-    }
-
-    @Override
-    public <A1 extends Expression, B1> B1 applyOrElse(A1 e, Function1<A1, B1> otherwise) {
-      return isDefinedAt(e) ? (B1) rename.get(((Attribute) e).exprId()) : otherwise.apply(e);
-    }
-  }
-
-  /** Persisted frames: the in-memory relation of the frame persisted in their place. */
-  @SuppressWarnings({"rawtypes", "unchecked"})
-  private static final class SwapCached extends AbstractPartialFunction<LogicalPlan, LogicalPlan> {
-    private final Map<CachedRDDBuilder, InMemoryRelation> relations;
-
-    SwapCached(Map<CachedRDDBuilder, InMemoryRelation> relations) {
-      this.relations = relations;
-    }
-
-    @Override
-    public boolean isDefinedAt(LogicalPlan p) {
-      return p instanceof InMemoryRelation r && relations.containsKey(r.cacheBuilder());
-    }
-
-    @Override
-    public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 p, Function1<A1, B1> otherwise) {
-      if (!isDefinedAt(p)) {
-        return otherwise.apply(p);
-      }
-      InMemoryRelation old = (InMemoryRelation) p;
-      return (B1) relations.get(old.cacheBuilder()).withOutput(old.output());
-    }
-  }
-
-  /** In-memory relations as empty relations of their columns (what they cache is compared analyzed). */
-  @SuppressWarnings({"rawtypes", "unchecked"})
-  private static final class Uncache extends AbstractPartialFunction<LogicalPlan, LogicalPlan> {
-    @Override
-    public boolean isDefinedAt(LogicalPlan p) {
-      return p instanceof InMemoryRelation;
-    }
-
-    @Override
-    public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 p, Function1<A1, B1> otherwise) {
-      return p instanceof InMemoryRelation r ? (B1) LocalRelation$.MODULE$.apply(r.output()) : otherwise.apply(p);
-    }
-  }
-
-  /** Folded facts (map literals named by a key): the new window's. */
-  @SuppressWarnings({"rawtypes"})
-  private static final class SwapMaps extends AbstractPartialFunction<Expression, Expression> {
-    private final Map<String, Literal> maps;
-
-    SwapMaps(Map<String, Literal> maps) {
-      this.maps = maps;
-    }
-
-    private Literal replacement(Expression e) {
-      if (e instanceof Literal lit && lit.dataType() instanceof MapType) {
-        String key = marker(lit.value());
-        return key == null ? null : maps.get(key);
-      }
-      return null;
-    }
-
-    @Override
-    public boolean isDefinedAt(Expression e) {
-      return replacement(e) != null;
+    public boolean isDefinedAt(T x) {
+      return rule.apply(x) != null;
     }
 
     @Override
     @SuppressWarnings("unchecked")
-    public <A1 extends Expression, B1> B1 applyOrElse(A1 e, Function1<A1, B1> otherwise) {
-      Literal lit = replacement(e);
-      return lit == null ? otherwise.apply(e) : (B1) lit;
-    }
-  }
-
-  /** String literals that carry facts: replaced by the new window's texts. */
-  @SuppressWarnings({"rawtypes"})
-  private static final class SwapTexts extends AbstractPartialFunction<Expression, Expression> {
-    private final Map<String, String> texts;
-
-    SwapTexts(Map<String, String> texts) {
-      this.texts = texts;
-    }
-
-    private String replacement(Expression e) {
-      if (e instanceof Literal lit && lit.dataType() instanceof StringType && lit.value() != null) {
-        return texts.get(lit.value().toString());
-      }
-      return null;
-    }
-
-    @Override
-    public boolean isDefinedAt(Expression e) {
-      return replacement(e) != null;
-    }
-
-    @Override
-    @SuppressWarnings("unchecked")
-    public <A1 extends Expression, B1> B1 applyOrElse(A1 e, Function1<A1, B1> otherwise) {
-      String text = replacement(e);
-      return text == null ? otherwise.apply(e) : (B1) new Literal(CatalystTypeConverters$.MODULE$.convertToCatalyst(text), e.dataType());
+    public <A1 extends T, B1> B1 applyOrElse(A1 x, Function1<A1, B1> otherwise) {
+      T out = rule.apply(x);
+      return out == null ? otherwise.apply(x) : (B1) out;
     }
   }
 }

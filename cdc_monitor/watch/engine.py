@@ -233,8 +233,9 @@ def _check(out: DataFrame, events: DataFrame, decoded: DataFrame | None, state: 
             state.heartbeats[server] = max(state.heartbeats.get(server, 0), int(beat["last_ts_ms"]))
     _widen_txn_span(facts.txn_span, state.txn_span)
     clock("census")
-    with_texts = (decoded if decoded is not None else events).where("is_new")
-    shapes = judge_shapes(with_texts) if facts.has_embedded_schemas else None  # (a job: the batch's distinct shapes)
+    shapes = None
+    if facts.has_embedded_schemas:  # a job: the batch's distinct shapes, judged (their verdicts are facts)
+        shapes = judge_shapes((decoded if decoded is not None else events).where("is_new"))
     # the plan's shape: what it is built from besides its checkpoints and facts (engine/plans.py)
     shape = ("checks", _settings_key(settings), facts.has_transactions, facts.has_embedded_schemas,
              facts.has_schema_changes, facts.has_snapshot_events, cache.one_partition, decoded is not None,
