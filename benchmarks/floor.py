@@ -1,0 +1,102 @@
+"""The engine's floor: the least any Spark job over a capture costs here, beside plain Python.
+
+`python -m benchmarks.floor [--events N] [--runs K]` generates (or reuses) the harness's capture
+and measures, side by side in one run:
+
+- the plain-Python baseline of the four checks (`benchmarks/plain_python.py`), one process;
+- a *floor* process: cdc-monitor's own Spark session and capture reader, then the smallest job
+  that touches every record as a scan must: the kcat line parsed, the value parsed with a
+  partial schema (op, ts_ms, source.ts_ms) and one aggregate per topic (count, p99 lag). No
+  check, no findings, no report. Its first run is what a `scan` process pays (cold JVM), later
+  runs what a long-lived session would pay (warm);
+- optionally (`--scan`) the full scan pipeline in the same session, right after.
+
+A scan cannot be faster than its floor; the issue's target for 100k events (>= 2x the plain
+Python rate, net of start-up) is set against it in the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from benchmarks import measure
+
+PY = sys.executable
+VALUE = "payload struct<op string, ts_ms long, source struct<ts_ms long>>"
+
+
+def floor_job(spark, paths: list[str]) -> int:  # type: ignore[no-untyped-def]
+    from pyspark.sql import functions as F
+
+    from cdc_monitor.sources.capture import read_capture
+
+    records = read_capture(spark, paths).records
+    value = F.from_json(F.col("value").cast("string"), VALUE).alias("v")
+    lag = F.col("v.payload.ts_ms") - F.col("v.payload.source.ts_ms")
+    rows = records.select("topic", value).groupBy("topic").agg(
+        F.count("*").alias("n"), F.percentile_approx(lag, 0.99).alias("p99")).collect()
+    return sum(r["n"] for r in rows)
+
+
+def child(paths: list[str], runs: int, with_scan: bool) -> None:
+    started = time.perf_counter()
+    from cdc_monitor.spark import get_spark
+
+    spark = get_spark()
+    out: dict = {"session_seconds": round(time.perf_counter() - started, 2), "floor_seconds": []}
+    for _ in range(runs):
+        t = time.perf_counter()
+        out["records"] = floor_job(spark, paths)
+        out["floor_seconds"].append(round(time.perf_counter() - t, 2))
+    if with_scan:
+        from cdc_monitor.pipeline import run_scan
+        from cdc_monitor.sources.capture import read_capture
+
+        t = time.perf_counter()
+        run_scan(read_capture(spark, paths)).release()
+        out["scan_seconds_after"] = round(time.perf_counter() - t, 2)
+    print(json.dumps(out))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.floor", description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=100_000)
+    ap.add_argument("--workdir", default="benchmarks/.work")
+    ap.add_argument("--runs", type=int, default=3, help="floor jobs in one session (first cold)")
+    ap.add_argument("--scan", action="store_true", help="also run the scan pipeline in that session")
+    ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
+    opts = ap.parse_args()
+    if opts.child is not None:
+        child(opts.child, opts.runs, opts.scan)
+        return
+    from benchmarks.__main__ import count_lines, generate
+
+    paths = generate(Path(opts.workdir) / f"capture-{opts.events}", opts.events)
+    records = count_lines(paths)
+    plain = json.loads(measure.run([PY, "-m", "benchmarks.plain_python", *paths]).stdout)["seconds"]
+    r = measure.run([PY, "-m", "benchmarks.floor", "--runs", str(opts.runs), *(["--scan"] if opts.scan else []),
+                     "--child", *paths])
+    assert r.returncode == 0, r.stderr[-2000:]
+    f = json.loads(r.stdout.strip().splitlines()[-1])
+    assert f["records"] == records, (f["records"], records)
+    cold, warm = f["floor_seconds"][0], min(f["floor_seconds"][1:] or f["floor_seconds"])
+    print(f"\n{opts.events:,} events = {records:,} records; target (>= 2x plain Python, net of start-up): "
+          f"<= {plain / 2:.2f} s\n")
+    print("| run | seconds | records/s | vs plain Python |")
+    print("| --- | ---: | ---: | ---: |")
+    rows = [("plain Python, one process", plain), ("floor job, first in its process (cold)", cold),
+            ("floor job, warm session (best of later runs)", warm)]
+    if "scan_seconds_after" in f:
+        rows.append(("scan pipeline, same session after the floor jobs", f["scan_seconds_after"]))
+    for name, secs in rows:
+        print(f"| {name} | {secs} | {records / secs:,.0f} | {plain / secs:.2f}x |")
+    print(f"\nsession start {f['session_seconds']} s; whole floor process {r.seconds:.1f} s; "
+          f"floor runs {f['floor_seconds']}")
+
+
+if __name__ == "__main__":
+    main()
