@@ -6,7 +6,9 @@ one per trigger, and runs four streaming queries over them, side by side in one 
 with its own checkpoint (RocksDB state store, as watch):
 
 1. *stream*: the records read and counted in `foreachBatch` (Spark's micro-batch floor);
-2. *decode*: the same, decoded by cdc-monitor's decoder before the count;
+2. *decode*: the same, decoded by cdc-monitor's decoder (written to Spark's no-op sink); the file
+   source reads a batch's file as one partition, so *decode, spread* repartitions it over the
+   cores first, as a Kafka batch of several topic-partitions is read;
 3. *state*: watch's two stateful operators (key histories on the JVM, transactions and lag in
    Python), their output counted: what watch pays before its engine;
 4. *watch*: the whole of watch (operators, then the engine's decode and checks).
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -94,12 +97,16 @@ def main() -> None:
     def decoded(frame: DataFrame, _: int) -> None:
         decode_records(frame, scan.roles).write.format("noop").mode("overwrite").save()
 
+    def spread(frame: DataFrame, batch_id: int) -> None:
+        decoded(frame.repartition(os.cpu_count() or 2), batch_id)
+
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         records = _staged(spark, folder, opts.events, opts.batch)
         results["stream"] = _run(spark, folder / "in", folder / "c1", lambda s: s, count)
         results["decode"] = _run(spark, folder / "in", folder / "c2", lambda s: s, decoded)
+        results["decode, spread"] = _run(spark, folder / "in", folder / "c5", lambda s: s, spread)
         results["state"] = _run(spark, folder / "in", folder / "c3",
                                 lambda s: carry_stream(s, settings.carry(), scan), count)
         started = time.perf_counter()
