@@ -13,7 +13,9 @@ archive 16.7 s; with the archive and the C1-only JIT 13.2-13.7 s). So:
   is keyed by the Java binary, the pyspark install and extra jars, lives in
   ``$CDC_MONITOR_CACHE_DIR`` (default ``~/.cache/cdc-monitor``), is written under a lock to a
   temporary name and renamed only after its JVM exited cleanly (a truncated archive crashes the JVM
-  that maps it). ``CDC_MONITOR_JVM_CACHE=off`` ignores it.
+  that maps it). ``CDC_MONITOR_JVM_CACHE=off`` ignores it. Writing one removes all but the
+  ``KEPT_ARCHIVES`` most recently used (each Java or pyspark upgrade, virtualenv or CI clone
+  writes its own: they piled up by the gigabyte).
 - **C1 and the serial collector for small inputs.** ``-XX:TieredStopAtLevel=1`` compiles quickly
   and optimises less: it wins on a few thousand records and loses on large windows (100k events:
   65 s instead of 50 s); the serial collector skips G1's set-up and concurrent threads (12.4 s
@@ -45,6 +47,13 @@ CLASSPATH_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.driver.extraCl
 # watch's JVM operator (cdc_monitor/java, built by scripts/build_jar.sh): every session has it in spark.jars
 OPERATOR_JAR = Path(__file__).resolve().parent / "java" / "cdc-monitor-operators.jar"
 DUMP_TIMEOUT_S = 300
+# The cache keeps the most recently used few of each kind it writes: an archive (~170 MB) per Java,
+# pyspark install and jars (a Java or pyspark upgrade, another virtualenv, a CI clone each write
+# one), a package zip per version of the sources. Older ones are removed when a new one is written.
+KEPT_ARCHIVES = 3
+KEPT_ZIPS = 5
+ARCHIVES, ARCHIVE_PARTS = "spark-driver-*.jsa", "spark-driver-*.part"
+ZIPS, ZIP_PARTS = "cdc_monitor-*.zip", "cdc_monitor-*.zip.*.part"
 
 
 def with_operator_jar(jars: str | None) -> str:
@@ -85,6 +94,39 @@ def _mtime(path: str) -> int:
         return int(os.stat(path).st_mtime)
     except OSError:
         return 0
+
+
+def touch(path: Path) -> None:
+    """Mark a cached file as used now (what ``prune`` keeps is the most recently used)."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
+def prune(pattern: str, parts: str, keep: int, current: Path | None = None) -> list[Path]:
+    """Remove all but the ``keep`` most recently used cache files matching ``pattern`` (``current``,
+    when given, is one of them and always stays), and the partial files matching ``parts``
+    (``<name>.<pid>.part``) whose writer is gone. A process mapping a removed archive keeps its
+    mapping; one about to start a JVM with it starts without class sharing. Returns what was removed."""
+    folder = cache_dir()
+
+    def used(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    others = sorted((p for p in folder.glob(pattern) if p.is_file() and p != current), key=used, reverse=True)
+    doomed = others[max(keep - (current is not None), 0):]
+    for part in folder.glob(parts):
+        pid = part.name.rsplit(".", 2)[-2]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            doomed.append(part)
+    removed = []
+    for path in doomed:
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 def _pid_alive(pid: int) -> bool:
@@ -135,6 +177,7 @@ class DriverStart:
         if not force_dump:
             if archive.is_file():
                 self.options.append(f"-XX:SharedArchiveFile={archive}")
+                touch(archive)
             return
         try:
             archive.parent.mkdir(parents=True, exist_ok=True)
@@ -173,6 +216,7 @@ class DriverStart:
                 if rc == 0 and dump_to.is_file() and dump_to.stat().st_size > 0:
                     os.replace(dump_to, self.archive)
                     published = self.archive
+                    prune(ARCHIVES, ARCHIVE_PARTS, KEPT_ARCHIVES, current=published)
         except Exception:
             published = None
         finally:

@@ -188,7 +188,7 @@ def package_zip() -> Path:
     import zipfile
 
     import cdc_monitor
-    from cdc_monitor.jvm import cache_dir
+    from cdc_monitor.jvm import KEPT_ZIPS, ZIP_PARTS, ZIPS, cache_dir, prune, touch
 
     root = Path(cdc_monitor.__file__).resolve().parent
     files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
@@ -204,4 +204,7 @@ def package_zip() -> Path:
             for p in files:
                 zf.write(p, str(Path("cdc_monitor") / p.relative_to(root)))
         os.replace(partial, target)
+        prune(ZIPS, ZIP_PARTS, KEPT_ZIPS, current=target)
+    else:
+        touch(target)
     return target

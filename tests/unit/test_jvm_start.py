@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -62,3 +63,46 @@ def test_stale_lock_is_taken_over(cache):
     lock.write_text(dead.stdout.strip())
     assert jvm.DriverStart(force_dump=True).dump_to is not None
     assert lock.read_text() == str(os.getpid())
+
+
+def _aged(path, seconds_ago):
+    path.write_bytes(b"x")
+    when = time.time() - seconds_ago
+    os.utime(path, (when, when))
+    return path
+
+
+def _dead_pid():
+    return subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+
+
+def test_the_cache_keeps_the_most_recently_used_archives_and_no_dead_writers_parts(cache):
+    archives = [_aged(cache / f"spark-driver-{i:016x}.jsa", 100 * i) for i in range(6)]  # [0] newest
+    new = _aged(cache / "spark-driver-ffffffffffffffff.jsa", 10_000)  # just published (an old mtime)
+    dead_part = _aged(cache / f"spark-driver-0000000000000009.{_dead_pid()}.part", 50)
+    own_part = _aged(cache / f"spark-driver-0000000000000008.{os.getpid()}.part", 50)  # a writer still at work
+    others = [_aged(cache / name, 99_999) for name in ("cdc_monitor-0.1.0-abc.zip", "spark-driver-1.lock")]
+    removed = jvm.prune(jvm.ARCHIVES, jvm.ARCHIVE_PARTS, jvm.KEPT_ARCHIVES, current=new)
+    kept = sorted(p.name for p in cache.glob("spark-driver-*.jsa"))
+    assert kept == sorted([new.name, *(a.name for a in archives[:jvm.KEPT_ARCHIVES - 1])])
+    assert set(removed) == {*archives[jvm.KEPT_ARCHIVES - 1:], dead_part}
+    assert own_part.exists() and all(p.exists() for p in others)
+
+
+def test_a_mapped_archive_counts_as_used(cache):
+    archive = _aged(jvm.archive_path(), 10_000)
+    assert f"-XX:SharedArchiveFile={archive}" in jvm.DriverStart().java_options
+    assert archive.stat().st_mtime > time.time() - 60
+
+
+def test_a_new_package_zip_removes_the_oldest(cache):
+    from cdc_monitor.spark import package_zip
+
+    old = [_aged(cache / f"cdc_monitor-0.0.{i}-{i:012x}.zip", 100 * (i + 1)) for i in range(jvm.KEPT_ZIPS + 2)]
+    dead_part = _aged(cache / f"cdc_monitor-0.0.9-000000000009.zip.{_dead_pid()}.part", 50)
+    zip_path = package_zip()
+    assert zip_path.is_file() and zip_path not in old
+    kept = set(cache.glob("cdc_monitor-*.zip"))
+    assert kept == {zip_path, *old[:jvm.KEPT_ZIPS - 1]} and not dead_part.exists()
+    again = _aged(zip_path, 10_000)  # built before: used again, not rebuilt, and counted as used now
+    assert package_zip() == again and again.stat().st_mtime > time.time() - 60
