@@ -168,6 +168,7 @@ class DriverStart:
         self.dump_to: Path | None = None
         self.archive: Path | None = None
         self.lock: Path | None = None
+        self.removed: list[Path] = []  # older archives the published one replaced in the cache
         if small_input:
             self.options.append(SMALL_INPUT)
         if not (enabled() or force_dump):
@@ -216,7 +217,7 @@ class DriverStart:
                 if rc == 0 and dump_to.is_file() and dump_to.stat().st_size > 0:
                     os.replace(dump_to, self.archive)
                     published = self.archive
-                    prune(ARCHIVES, ARCHIVE_PARTS, KEPT_ARCHIVES, current=published)
+                    self.removed = prune(ARCHIVES, ARCHIVE_PARTS, KEPT_ARCHIVES, current=published)
         except Exception:
             published = None
         finally:
@@ -228,9 +229,10 @@ class DriverStart:
         return published
 
 
-def warm_up() -> tuple[Path | None, float]:
+def warm_up() -> tuple[Path | None, float, list[Path]]:
     """Write the archive now (``cdc-monitor warm-up``): scan a small generated faulty capture of
-    one flavour in a JVM that writes the archive at its exit. Returns (archive or None, seconds)."""
+    one flavour in a JVM that writes the archive at its exit; tidy the cache (older archives and
+    package zips beyond those kept). Returns (archive or None, seconds, the files removed)."""
     import tempfile
     import time
 
@@ -251,4 +253,5 @@ def warm_up() -> tuple[Path | None, float]:
         spark = get_spark(small_input=True, write_archive=True)
         run_scan(read_capture(spark, paths), ScanConfig())
         archive = current.finish(spark) if current is not None else None
-    return archive, time.time() - started
+    removed = (current.removed if current is not None else []) + prune(ZIPS, ZIP_PARTS, KEPT_ZIPS)
+    return archive, time.time() - started, removed

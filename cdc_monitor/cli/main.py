@@ -378,11 +378,12 @@ def warm_up() -> None:
     itself otherwise; for images and CI set-up). CDC_MONITOR_JVM_CACHE=off disables the archive."""
     from cdc_monitor.jvm import warm_up as write_archive
 
-    archive, seconds = write_archive()
+    archive, seconds, removed = write_archive()
     if archive is None:
         raise UsageError("no JVM class archive was written: another run is writing it, or the cache folder "
                          "(CDC_MONITOR_CACHE_DIR, default ~/.cache/cdc-monitor) is not writable")
-    click.echo(f"cdc-monitor: wrote {archive} ({archive.stat().st_size / 1e6:.0f} MB) in {seconds:.1f}s", err=True)
+    tidied = f"; removed {len(removed)} older cache file(s)" if removed else ""
+    click.echo(f"cdc-monitor: wrote {archive} ({archive.stat().st_size / 1e6:.0f} MB) in {seconds:.1f}s{tidied}", err=True)
 
 
 def main() -> None:
