@@ -33,9 +33,10 @@ def test_bad_arguments_exit_2(args, tmp_path):
     assert proc.stderr.strip()
 
 
-def test_empty_capture_exits_2_unless_allowed(tmp_path):
+@pytest.mark.parametrize("content", ["", " \r\n\n"])  # what kcat writes when it captured nothing; blank lines
+def test_empty_capture_exits_2_unless_allowed(tmp_path, content):
     capture = tmp_path / "empty.jsonl"
-    capture.write_text("")  # what kcat writes when it captured nothing
+    capture.write_bytes(content.encode())
     proc = run("scan", str(capture))
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
@@ -52,7 +53,7 @@ def test_blank_lines_are_no_records_after_the_scan(scan, tmp_path):
     from cdc_monitor.errors import InputError
 
     capture = tmp_path / "blank.jsonl"
-    capture.write_text("\n \n")  # bytes, but no records: only the scan can tell
+    capture.write_text("\n \n")  # no records (refused before Spark by the CLI; a URL's, only the scan tells)
     result = scan([capture])
     with pytest.raises(InputError, match=r"no records read from .*blank\.jsonl"):
         require_records(result, False, (str(capture),))

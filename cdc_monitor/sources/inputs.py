@@ -114,15 +114,28 @@ def no_records(what: str) -> InputError:
                       "or pass --allow-empty to accept an empty input")
 
 
-def _holds_bytes(path: str) -> bool:
+# What the capture reader skips: lines of spaces (Spark's trim) between \n, \r or \r\n separators
+BLANK = b" \r\n"
+
+
+def _holds_a_line(path: str) -> bool:
+    """Whether the file holds anything the capture reader would not skip as a blank line (read
+    until the first such byte: the first one, in any real capture)."""
     if "://" in path:
         return True  # only Spark can tell
     if path.endswith(".gz"):
         import gzip
 
-        with gzip.open(path, "rb") as fh:
-            return fh.read(1) != b""
-    return os.path.getsize(path) > 0
+        opener = gzip.open
+    elif path.endswith((".bz2", ".deflate", ".lz4", ".snappy", ".zst")):
+        return os.path.getsize(path) > 0  # compressed otherwise: Spark can tell
+    else:
+        opener = open
+    with opener(path, "rb") as fh:
+        while chunk := fh.read(1 << 16):
+            if chunk.strip(BLANK):
+                return True
+    return False
 
 
 def prepare_input(paths: tuple[str, ...], kafka: KafkaFlags, allow_empty: bool = False) -> PreparedInput:
@@ -138,8 +151,8 @@ def prepare_input(paths: tuple[str, ...], kafka: KafkaFlags, allow_empty: bool =
         from cdc_monitor.sources.capture import expand_paths
 
         files = expand_paths(paths)
-        if not allow_empty and not any(_holds_bytes(f) for f in files):
-            raise no_records(", ".join(paths) + " (empty files: kcat writes them when it captured nothing)")
+        if not allow_empty and not any(_holds_a_line(f) for f in files):
+            raise no_records(", ".join(paths) + " (empty or blank files: kcat writes them when it captured nothing)")
         return PreparedInput(paths=paths)
     from cdc_monitor.sources.kafka.client import BrokerInspector
     from cdc_monitor.sources.kafka.options import KafkaOptions

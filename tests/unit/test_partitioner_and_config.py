@@ -91,7 +91,10 @@ def test_an_input_with_no_records_is_refused_before_spark(tmp_path):
     with pytest.raises(InputError, match=r"no records read from .*kcat.*--allow-empty"):
         prepare_input((str(tmp_path),), KafkaFlags())
     assert prepare_input((str(tmp_path),), KafkaFlags(), allow_empty=True).paths == (str(tmp_path),)
-    (tmp_path / "c.jsonl").write_text("\n")  # a line, even blank: only Spark can tell
+    (tmp_path / "c.jsonl").write_bytes(b" \r\n\r  \n\n")  # lines of spaces: the reader skips them
+    with pytest.raises(InputError, match=r"no records read from .*blank files"):
+        prepare_input((str(tmp_path),), KafkaFlags())
+    (tmp_path / "d.jsonl").write_bytes(b" " * 70_000 + b"\t\n")  # a tab is a line (an unreadable one): Spark's
     assert prepare_input((str(tmp_path),), KafkaFlags()).paths == (str(tmp_path),)
 
 
