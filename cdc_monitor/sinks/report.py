@@ -24,6 +24,11 @@ def render_json(result: ScanResult) -> str:
     return json.dumps(result.to_json_dict(), indent=2, sort_keys=False, default=str) + "\n"
 
 
+def _cell(value: object) -> str:
+    """A table cell: ``-`` for a value that is absent (an event without op, a table without lag)."""
+    return "-" if value is None else str(value)
+
+
 def short_id(txn_id: str, keep: int = 18) -> str:
     """A transaction id short enough for a table cell: its start and end (ids such as
     ``file=mysql-bin.000003,pos=154:...`` or ``4242:25055872`` stay whole up to ``keep``)."""
@@ -65,7 +70,7 @@ def render_text(result: ScanResult, out: IO[str], width: int | None = None, colo
         for col in ("server", "table", "op", "events"):
             t.add_column(col, justify="right" if col == "events" else "left")
         for r in result.events_by_table:
-            t.add_row(str(r["server"]), str(r["table"]), str(r["op"]), str(r["count"]))
+            t.add_row(_cell(r["server"]), _cell(r["table"]), _cell(r["op"]), _cell(r["count"]))
         console.print(t)
     if result.lag:
         worst = sorted(result.lag, key=lambda r: -(r.get("p99_ms") or 0))
@@ -76,7 +81,7 @@ def render_text(result: ScanResult, out: IO[str], width: int | None = None, colo
         for col in ("server", "table", "count", "p50", "p95", "p99", "max", "negative", "invalid ts", "snapshot"):
             t.add_column(col, justify="left" if col in ("server", "table") else "right")
         for r in worst[:LAG_ROWS]:
-            t.add_row(str(r.get("server")), r["table"], *(str(r.get(k)) for k in (
+            t.add_row(_cell(r.get("server")), _cell(r["table"]), *(_cell(r.get(k)) for k in (
                 "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "negative", "invalid_source_ts", "snapshot_excluded")))
         console.print(t)
     if result.snapshots:
@@ -84,7 +89,7 @@ def render_text(result: ScanResult, out: IO[str], width: int | None = None, colo
         for col in ("server", "table", "rows", "incremental", "first marker", "last marker"):
             t.add_column(col, justify="right" if col in ("rows", "incremental") else "left")
         for r in result.snapshots:
-            t.add_row(str(r["server"]), str(r["table"]), str(r["rows"]), str(r["incremental_rows"]),
+            t.add_row(_cell(r["server"]), _cell(r["table"]), _cell(r["rows"]), _cell(r["incremental_rows"]),
                       "seen" if r["first_marker"] else "-", "seen" if r["last_marker"] else "-")
         console.print(t)
     if result.transactions:

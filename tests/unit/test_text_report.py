@@ -22,7 +22,8 @@ def result() -> ScanResult:
          "offset": 3, "txn_id": LONG_TXN, "message": "no END"},
     ]
     return ScanResult(
-        window={}, events_by_table=[{"server": "srv0", "table": "db.t1", "op": "c", "count": 10}], lag=lag,
+        window={}, events_by_table=[{"server": "srv0", "table": "db.t1", "op": "c", "count": 10},
+                                    {"server": "srv0", "table": "db.t2", "op": None, "count": 2}], lag=lag,
         summary={"records": 30, "data_events": 20, "tombstones": 1, "transaction_markers": 9, "invalid_records": 0,
                  "findings_by_check": {"lag": 1, "transactions": 1}},
         findings=findings, findings_by_rule={"warning": {"lag_spike": 1}, "error": {"missing_end": 1}},
@@ -59,3 +60,11 @@ def test_width_follows_columns(monkeypatch):
     assert text_width(io.StringIO()) == 90
     monkeypatch.delenv("COLUMNS")
     assert text_width(io.StringIO()) == 120  # a file or a pipe
+
+
+def test_an_absent_value_is_a_dash_not_python_s_none():
+    text = render(160)
+    assert "None" not in text
+    events = text.split("Events by table")[1].split("Lag (worst p99 first")[0]
+    rows = [[cell.strip() for cell in line.split("│")[1:5]] for line in events.splitlines() if "db.t2" in line]
+    assert rows == [["srv0", "db.t2", "-", "2"]]  # an event without op
