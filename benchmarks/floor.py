@@ -88,8 +88,9 @@ def main() -> None:
           f"<= {plain / 2:.2f} s\n")
     print("| run | seconds | records/s | vs plain Python |")
     print("| --- | ---: | ---: | ---: |")
-    rows = [("plain Python, one process", plain), ("floor job, first in its process (cold)", cold),
-            ("floor job, warm session (best of later runs)", warm)]
+    rows = [("plain Python, one process", plain), ("floor job, first in its process (cold)", cold)]
+    if len(f["floor_seconds"]) > 1:
+        rows.append(("floor job, warm session (best of later runs)", warm))
     if "scan_seconds_after" in f:
         rows.append(("scan pipeline, same session after the floor jobs", f["scan_seconds_after"]))
     for name, secs in rows:
