@@ -21,32 +21,15 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--plain", action="store_true", help="no transaction metadata, no schemas")
     args = ap.parse_args()
-    from pyspark.sql import functions as F
 
-    from cdc_monitor.generator import generate
-    from cdc_monitor.generator.capture import write_capture
-    from cdc_monitor.sources.capture import read_capture
     from cdc_monitor.spark import get_spark
     from cdc_monitor.watch.engine import WatchSettings
-    from tests.support.watch_stream import run_stream, stage
+    from tests.support.watch_stream import run_stream, stage_stream
 
     spark = get_spark()
     with tempfile.TemporaryDirectory() as tmp:
         plain = {"schemas": False, "transaction_metadata": False} if args.plain else {}
-        write_capture(generate("mysql", events=args.events, seed=3, **plain), Path(tmp) / "c.jsonl")
-        records = read_capture(spark, [str(Path(tmp) / "c.jsonl")]).records.cache()
-        ts = sorted(r[0] for r in records.select(F.unix_millis("timestamp")).collect())
-        k = max(1, len(ts) // args.batch)
-        bounds = [None, *[ts[len(ts) * i // k] for i in range(1, k)], None]
-        frames = []
-        for i in range(k):
-            frame = records
-            if bounds[i] is not None:
-                frame = frame.where(F.unix_millis("timestamp") >= bounds[i])
-            if bounds[i + 1] is not None:
-                frame = frame.where(F.unix_millis("timestamp") < bounds[i + 1])
-            frames.append(frame)
-        stage(frames, Path(tmp) / "in")
+        stage_stream(spark, Path(tmp), args.events, args.batch, **plain)
         started = time.perf_counter()
         outcomes, _ = run_stream(spark, Path(tmp) / "in", Path(tmp) / "ckpt", WatchSettings())
         took = time.perf_counter() - started

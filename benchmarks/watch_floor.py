@@ -33,31 +33,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-def _staged(spark: SparkSession, folder: Path, events: int, batch: int) -> int:
-    from pyspark.sql import functions as F
-
-    from cdc_monitor.generator import generate
-    from cdc_monitor.generator.capture import write_capture
-    from cdc_monitor.sources.capture import read_capture
-    from tests.support.watch_stream import stage
-
-    write_capture(generate("mysql", events=events, seed=3), folder / "c.jsonl")
-    records = read_capture(spark, [str(folder / "c.jsonl")]).records.cache()
-    ts = sorted(r[0] for r in records.select(F.unix_millis("timestamp")).collect())
-    k = max(1, len(ts) // batch)
-    bounds = [None, *[ts[len(ts) * i // k] for i in range(1, k)], None]
-    frames = []
-    for i in range(k):
-        frame = records
-        if bounds[i] is not None:
-            frame = frame.where(F.unix_millis("timestamp") >= bounds[i])
-        if bounds[i + 1] is not None:
-            frame = frame.where(F.unix_millis("timestamp") < bounds[i + 1])
-        frames.append(frame)
-    stage(frames, folder / "in")
-    return len(ts)
-
-
 def _run(spark: SparkSession, source: Path, checkpoint: Path, shape: Callable[[DataFrame], DataFrame],
          on_batch: Callable[[DataFrame, int], None]) -> list[dict]:
     from cdc_monitor.sources.base import KAFKA_SCHEMA
@@ -85,7 +60,7 @@ def main() -> None:
     from cdc_monitor.spark import get_spark
     from cdc_monitor.watch.carry import carry_stream
     from cdc_monitor.watch.engine import WatchSettings
-    from tests.support.watch_stream import run_stream
+    from tests.support.watch_stream import run_stream, stage_stream
 
     spark = get_spark(micro_batches=True)
     settings = WatchSettings()
@@ -103,7 +78,7 @@ def main() -> None:
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        records = _staged(spark, folder, opts.events, opts.batch)
+        records = stage_stream(spark, folder, opts.events, opts.batch)
         results["stream"] = _run(spark, folder / "in", folder / "c1", lambda s: s, count)
         results["decode"] = _run(spark, folder / "in", folder / "c2", lambda s: s, decoded)
         results["decode, spread"] = _run(spark, folder / "in", folder / "c5", lambda s: s, spread)

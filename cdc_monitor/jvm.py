@@ -108,14 +108,8 @@ def prune(pattern: str, parts: str, keep: int, current: Path | None = None) -> l
     (``<name>.<pid>.part``) whose writer is gone. A process mapping a removed archive keeps its
     mapping; one about to start a JVM with it starts without class sharing. Returns what was removed."""
     folder = cache_dir()
-
-    def used(path: Path) -> float:
-        try:
-            return path.stat().st_mtime
-        except OSError:
-            return 0.0
-
-    others = sorted((p for p in folder.glob(pattern) if p.is_file() and p != current), key=used, reverse=True)
+    others = sorted((p for p in folder.glob(pattern) if p.is_file() and p != current),
+                    key=lambda p: _mtime(str(p)), reverse=True)
     doomed = others[max(keep - (current is not None), 0):]
     for part in folder.glob(parts):
         pid = part.name.rsplit(".", 2)[-2]

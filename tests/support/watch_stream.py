@@ -30,6 +30,33 @@ def stage(frames: list[DataFrame], folder: Path, first: int = 0) -> None:
         os.utime(target, (1_000_000 + i, 1_000_000 + i))
 
 
+def stage_stream(spark: SparkSession, folder: Path, events: int, batch: int, **traffic: object) -> int:
+    """A clean MySQL stream (``generate`` options in ``traffic``) written to ``folder``/c.jsonl, cut
+    at record-time quantiles into batches of ~``batch`` records and staged in ``folder``/in, one
+    file per batch (the benchmarks' micro-batches). Returns the number of records."""
+    from pyspark.sql import functions as F
+
+    from cdc_monitor.generator import generate
+    from cdc_monitor.generator.capture import write_capture
+    from cdc_monitor.sources.capture import read_capture
+
+    write_capture(generate("mysql", events=events, seed=3, **traffic), folder / "c.jsonl")
+    records = read_capture(spark, [str(folder / "c.jsonl")]).records.cache()
+    ts = sorted(r[0] for r in records.select(F.unix_millis("timestamp")).collect())
+    k = max(1, len(ts) // batch)
+    bounds = [None, *[ts[len(ts) * i // k] for i in range(1, k)], None]
+    frames = []
+    for i in range(k):
+        frame = records
+        if bounds[i] is not None:
+            frame = frame.where(F.unix_millis("timestamp") >= bounds[i])
+        if bounds[i + 1] is not None:
+            frame = frame.where(F.unix_millis("timestamp") < bounds[i + 1])
+        frames.append(frame)
+    stage(frames, folder / "in")
+    return len(ts)
+
+
 def run_stream(spark: SparkSession, source: Path, checkpoint: Path, settings: WatchSettings,
                observe: Callable[[BatchOutcome], None] | None = None) -> tuple[list[BatchOutcome], WatchState]:
     """Run the query until every staged file is processed (availableNow); returns the outcomes of
