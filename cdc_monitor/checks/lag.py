@@ -20,7 +20,7 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import RecordRule, finding, record_findings
-from cdc_monitor.decoding.events import TS_MAX_MS, TS_MIN_MS, valid_source_ts
+from cdc_monitor.decoding.events import TS_MAX_MS, TS_MIN_MS, valid_source_ts, valid_ts_us
 from cdc_monitor.vocabulary import Rule
 
 if TYPE_CHECKING:
@@ -30,6 +30,8 @@ RULES = (
     Rule("lag_spike", "lag", "warning", "table", "lag above the table's threshold (one finding per run of events)"),
     Rule("negative_lag", "lag", "warning", "record", "ts_ms before source.ts_ms (clock skew)"),
     Rule("invalid_source_ts", "lag", "warning", "record", "source timestamp missing or outside 2000..2100"),
+    Rule("invalid_event_ts", "lag", "warning", "record",
+         "ts_ms present but not an integer ms time in 2000..2100 (e.g. nanoseconds): the event is left out of lag"),
 )
 
 
@@ -54,16 +56,33 @@ def _valid_source_ts() -> Column:
     return valid_source_ts(F.col("source_ts_ms")) & F.col("source_ts_raw").rlike(r"^-?\d+$")
 
 
+def _valid_event_ts() -> Column:
+    """The event's ts_ms can be measured against: an integer ms time in 2000..2100 (a missing ts_ms
+    is not judged: the field is optional)."""
+    return valid_source_ts(F.col("ts_ms")) & F.col("ts_ms_raw").rlike(r"^-?\d+$")
+
+
+def _invalid_event_ts() -> Column:
+    return F.col("ts_ms_raw").isNotNull() & ~_valid_event_ts()
+
+
+def _record_lag_ms() -> Column:
+    # the record time is the capture's or broker's: any value, so the difference may overflow (null then)
+    return F.try_subtract(F.col("record_ts_ms"), F.col("source_ts_ms"))
+
+
 def with_lag(changes: DataFrame) -> DataFrame:
     valid = _valid_source_ts()
     return changes.withColumn("source_ts_valid", valid).withColumn(
-        "lag_ms", F.when(valid & F.col("ts_ms").isNotNull(), F.col("ts_ms") - F.col("source_ts_ms"))
-    ).withColumn("record_lag_ms", F.when(valid, F.col("record_ts_ms") - F.col("source_ts_ms")))
+        "lag_ms", F.when(valid & _valid_event_ts(), F.col("ts_ms") - F.col("source_ts_ms"))
+    ).withColumn("record_lag_ms", F.when(valid, _record_lag_ms()))
 
 
 def lag_us() -> Column:
-    """The lag in microseconds, from the finest pair of times both sides send."""
-    fine = F.col("ts_us").isNotNull() & F.col("source_ts_us").isNotNull()
+    """The lag in microseconds, from the finest pair of times both sides send (each plausible: a
+    microsecond pair outside 2000..2100 falls back to the millisecond one). Over events whose ts_ms
+    and source time are valid (both within 2000..2100), so no difference overflows."""
+    fine = valid_ts_us(F.col("ts_us")) & valid_ts_us(F.col("source_ts_us"))
     return F.when(fine, F.col("ts_us") - F.col("source_ts_us")).otherwise((F.col("ts_ms") - F.col("source_ts_ms")) * 1000)
 
 
@@ -94,8 +113,8 @@ def lag_table(events: DataFrame) -> DataFrame:
     lagged = decoded_data(events).select(
         *GROUP, change.alias("change"), F.col("snapshot_event").alias("snap"),
         F.when(change, valid).alias("source_ts_valid"),
-        F.when(change & valid & F.col("ts_ms").isNotNull(), lag_us()).alias("lag_us"),
-        F.when(change & valid, F.col("record_ts_ms") - F.col("source_ts_ms")).alias("record_lag_ms"),
+        F.when(change & valid & _valid_event_ts(), lag_us()).alias("lag_us"),
+        F.when(change & valid, _record_lag_ms()).alias("record_lag_ms"),
         F.when(change & valid, F.col("source_ts_ms")).alias("valid_source_ts_ms"),
     )
     return lagged.groupBy(*GROUP).agg(
@@ -147,8 +166,12 @@ def lag_rules() -> list[RecordRule]:
             F.lit("source timestamp "), F.coalesce(F.col("source_ts_raw"), F.lit("missing")),
             F.lit(" is not an integer ms time between 2000 and 2100"),
             F.coalesce(F.concat(F.lit(": it looks like "), hint, F.lit(", not milliseconds")), F.lit("")))),
-        RecordRule("negative_lag", is_change & valid & F.col("ts_ms").isNotNull() & (lag < 0),
+        RecordRule("negative_lag", is_change & valid & _valid_event_ts() & (lag < 0),
                    F.concat(F.lit("lag "), ms_text(lag), F.lit(" ms: ts_ms before source.ts_ms (clock skew?)"))),
+        RecordRule("invalid_event_ts", is_change & _invalid_event_ts(), F.concat(
+            F.lit("ts_ms "), F.col("ts_ms_raw"), F.lit(" is not an integer ms time between 2000 and 2100"),
+            F.coalesce(F.concat(F.lit(": it looks like "), unit_hint(F.col("ts_ms_raw")), F.lit(", not milliseconds")),
+                       F.lit("")), F.lit("; left out of lag"))),
     ]
 
 

@@ -11,7 +11,7 @@ One ``from_json`` per value and per key; everything else is column expressions. 
 | decode_detail | which part failed (value/key) |
 | decode_snippet | the start of the undecodable text (null when it decoded) |
 | flavour, server, db, schema_name, table_name, table | who produced it; ``table`` is the qualified data collection |
-| op, ts_ms, source_ts_ms, source_ts_raw, snapshot | change metadata (source_ts_ms from ts_ms, else ts_sec*1000) |
+| op, ts_ms, ts_ms_raw, source_ts_ms, source_ts_raw, snapshot | change metadata (source_ts_ms: ts_ms, else ts_sec*1000; raw: as sent) |
 | snapshot_marker | ``source.snapshot`` as written, lower-case (true, first, last, incremental, first_in_data_collection, ...) |
 | ts_us, source_ts_us | the processing and source times in microseconds, when ts_us or ts_ns is sent (Debezium 2.x) |
 | txn_id, txn_total_order, txn_collection_order | the data event's ``transaction`` block |
@@ -204,7 +204,7 @@ def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tu
     )
     src = F.col("source")
     flavour = _flavour(src, F.col("value_schema"))
-    source_ts = F.coalesce(src["ts_ms"].try_cast("bigint"), src["ts_sec"].try_cast("bigint") * 1000)
+    source_ts = F.coalesce(src["ts_ms"].try_cast("bigint"), F.try_multiply(src["ts_sec"].try_cast("bigint"), F.lit(1000)))
     source_ts_raw = F.coalesce(src["ts_ms"], src["ts_sec"])
     snapshot = F.lower(F.coalesce(src["snapshot"], F.lit("false"))).isin(*SNAPSHOT_VALUES)
     pk_change = F.coalesce(
@@ -234,6 +234,7 @@ def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tu
         .alias("table"),
         "op",
         F.col("ts_ms_raw").try_cast("bigint").alias("ts_ms"),
+        "ts_ms_raw",
         source_ts.alias("source_ts_ms"),
         # the finest processing and source times present, in microseconds (ts_us, else ts_ns / 1000)
         F.coalesce(F.col("ts_us_raw").try_cast("bigint"), F.expr("try_cast(ts_ns_raw AS BIGINT) div 1000")).alias("ts_us"),
@@ -328,3 +329,8 @@ def without_texts(events: DataFrame) -> DataFrame:
 def valid_source_ts(col: Column) -> Column:
     """A valid source timestamp: an integer between 2000-01-01 and 2100-01-01 (ms)."""
     return col.isNotNull() & (col >= TS_MIN_MS) & (col < TS_MAX_MS)
+
+
+def valid_ts_us(col: Column) -> Column:
+    """A plausible time in microseconds: the same 2000..2100 span."""
+    return col.isNotNull() & (col >= TS_MIN_MS * 1000) & (col < TS_MAX_MS * 1000)

@@ -36,7 +36,9 @@ def _all_or_null(parts: list[Column]) -> Column:
 
 def _hex_parts(lsn: Column) -> list[Column]:
     # SQL Server LSN "00000027:00000758:0005" -> three numbers.
-    return [_long(F.conv(F.split_part(lsn, F.lit(":"), F.lit(i)), 16, 10)) for i in (1, 2, 3)]
+    # at most 16 hex digits (what conv can hold; above 2^63 the cast leaves null), so no part overflows
+    parts = [F.split_part(lsn, F.lit(":"), F.lit(i)) for i in (1, 2, 3)]
+    return [_long(F.when(p.rlike("^[0-9a-fA-F]{1,16}$"), F.conv(p, 16, 10))) for p in parts]
 
 
 def position_expr(flavour: Column, src: Column) -> Column:
@@ -58,7 +60,7 @@ def position_expr(flavour: Column, src: Column) -> Column:
         F.split(src["lsn"], ":"), lambda p: F.when(p == "", F.lit(0).cast("bigint")).otherwise(_long(p))
     )
     yugabyte = F.when(F.forall(yb_parts, lambda x: x.isNotNull()), yb_parts)
-    mongo_ts = F.coalesce(_long(src["ts_ms"]), _long(src["ts_sec"]) * 1000)
+    mongo_ts = F.coalesce(_long(src["ts_ms"]), F.try_multiply(_long(src["ts_sec"]), F.lit(1000)))
     return (
         F.when(flavour.isin("mysql", "dtle"), binlog)
         .when(flavour == "postgresql", _all_or_null([_long(src["lsn"])]))

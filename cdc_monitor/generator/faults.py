@@ -27,7 +27,7 @@ TX_RULES = ("missing_end", "missing_begin", "count_mismatch", "collection_count_
 SCHEMA_ON_RULES = ("key_schema_name_mismatch", "type_mismatch", "non_optional_null", "invalid_avro_name")
 ALL_RULES = (
     "invalid_json",
-    "lag_spike", "negative_lag", "invalid_source_ts",
+    "lag_spike", "negative_lag", "invalid_source_ts", "invalid_event_ts",
     *TX_RULES,
     *SCHEMA_ON_RULES, "op_missing", "invalid_op", "before_after_mismatch", "missing_source_field",
     "key_payload_mismatch",
@@ -148,7 +148,7 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
             pk = self._take_id(table)
             self.reserve(table.name, pk)
             hooks["ops"] = [("create", table, pk)]
-        elif rule in ("negative_lag", "invalid_source_ts", "type_mismatch", "non_optional_null", "op_missing",
+        elif rule in ("negative_lag", "invalid_source_ts", "invalid_event_ts", "type_mismatch", "non_optional_null", "op_missing",
                       "invalid_op", "missing_source_field", "key_payload_mismatch", "lag_spike"):
             hooks["ops"] = [("update", table, g.rng.choice(live))] if live else [("create", table, self._take_id(table))]
         elif rule == "missing_begin":

@@ -1,5 +1,5 @@
-"""Lag faults (mixed into generator/faults.FaultPlan): a spike, a negative lag, a source time that is
-not valid milliseconds."""
+"""Lag faults (mixed into generator/faults.FaultPlan): a spike, a negative lag, a source time or an
+event time that is not valid milliseconds."""
 
 from __future__ import annotations
 
@@ -52,3 +52,12 @@ class LagFaults:
             self._shift_source(rec, absolute=0)
         self.label("invalid_source_ts", rec)
 
+
+    def _invalid_event_ts(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        """The envelope's ts_ms in another unit. Variants: nanoseconds (a real SQL Server example), microseconds,
+        seconds."""
+        rec = hooks["data_recs"][0]
+        variant = self.variant("invalid_event_ts", advance=True) % 3
+        ts = rec.value["ts_ms"]
+        rec.value["ts_ms"] = ts * 1_000_000 if variant == 0 else ts * 1_000 if variant == 1 else ts // 1_000
+        self.label("invalid_event_ts", rec)

@@ -74,6 +74,9 @@ def expand_paths(paths: Iterable[str | Path]) -> list[str]:
     return files
 
 
+TS_FLOOR_MS, TS_CEILING_MS = -62_135_596_800_000, 253_402_300_799_999  # 0001-01-01 .. 9999-12-31
+
+
 def read_capture(spark: SparkSession, paths: Sequence[str | Path]) -> SourceResult:
     files = expand_paths(paths)
     try:
@@ -118,7 +121,8 @@ def read_capture(spark: SparkSession, paths: Sequence[str | Path]) -> SourceResu
         F.col("r.topic").alias("topic"),
         F.col("r.partition").alias("partition"),
         F.col("r.offset").alias("offset"),
-        F.timestamp_millis("r.ts").alias("timestamp"),
+        # a time Spark can hold (years 1..9999); any other value is no record time, not a failed read
+        F.when(F.col("r.ts").between(TS_FLOOR_MS, TS_CEILING_MS), F.timestamp_millis("r.ts")).alias("timestamp"),
         _nullable(tstype).alias("timestampType"),
         F.when(F.size("r.headers") > 1, headers).alias("headers"),
     )
