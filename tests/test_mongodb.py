@@ -44,3 +44,35 @@ def test_every_connector_version_decodes_and_only_real_problems_are_found(scan, 
     assert found == {("before_after_mismatch", 6): 1, ("key_payload_mismatch", 7): 1, ("event_after_delete", 7): 1}, found
     assert result.summary["invalid_records"] == 0
     assert {r["table"]: r["count"] for r in result.lag} == {"shop.items": 8}
+
+
+def _id_event(i: int, key_id: str, doc_id: object) -> str:
+    """Debezium 2.x MongoDB (JsonSerialization): the key's id in relaxed extended JSON
+    (SIMPLE_JSON_SETTINGS), the document in canonical extended JSON (COMPACT_JSON_SETTINGS)."""
+    source = {"version": "2.7.3.Final", "connector": "mongodb", "name": "mongo9", "ts_ms": BASE + i * 1000,
+              "snapshot": "false", "db": "shop", "rs": "rs0", "collection": "ids", "ord": 1}
+    value = {"after": json.dumps({"_id": doc_id, "n": i}), "source": source, "op": "c", "ts_ms": BASE + i * 1000 + 30}
+    return kcat_line("mongo9.shop.ids", 0, i, json.dumps({"id": key_id}), json.dumps(value), BASE + i * 1000 + 40)
+
+
+def test_ids_compare_by_value_across_relaxed_and_canonical_extended_json(scan, tmp_path):
+    uuid = "3b241101-e2bb-4255-8caf-4136c566a962"
+    same = [  # (key id as the connector writes it, the document's _id)
+        ("10001", {"$numberLong": "10001"}),
+        ("42", {"$numberInt": "42"}),
+        ("1.5", {"$numberDouble": "1.5"}),
+        ("12.50", {"$numberDecimal": "12.50"}),
+        ('{"$oid": "65a1f0c2e4b0a1b2c3d4e5f6"}', {"$oid": "65a1f0c2e4b0a1b2c3d4e5f6"}),
+        ('{"$date": "2026-01-01T00:00:00Z"}', {"$date": {"$numberLong": "1767225600000"}}),
+        ('{"$binary": {"base64": "AQID", "subType": "00"}}', {"$binary": {"base64": "AQID", "subType": "00"}}),
+        ('{"$binary": "AQID", "$type": "00"}', {"$binary": {"base64": "AQID", "subType": "00"}}),
+        (json.dumps({"$uuid": uuid}), {"$binary": {"base64": "OyQRAeK7QlWMr0E2xWapYg==", "subType": "04"}}),
+        ('{"tenant": 7, "no": 10002}', {"tenant": {"$numberInt": "7"}, "no": {"$numberLong": "10002"}}),
+        ('"abc"', "abc"),
+    ]
+    differ = [("10003", {"$numberLong": "10004"}), ('{"$date": "2026-01-01T00:00:00Z"}', {"$date": {"$numberLong": "1"}}),
+              ('{"tenant": 7, "no": 10005}', {"tenant": {"$numberInt": "8"}, "no": {"$numberLong": "10005"}})]
+    lines = [_id_event(i, k, d) for i, (k, d) in enumerate(same + differ)]
+    result = scan([write_lines(tmp_path / "ids.jsonl", lines)])
+    found = sorted(f["offset"] for f in result.findings if f["rule"] == "key_payload_mismatch")
+    assert found == list(range(len(same), len(same) + len(differ))), [f["message"] for f in result.findings]

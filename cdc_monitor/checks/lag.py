@@ -62,6 +62,12 @@ def _valid_event_ts() -> Column:
     return valid_source_ts(F.col("ts_ms")) & F.col("ts_ms_raw").rlike(r"^-?\d+$")
 
 
+def _from_source() -> Column:
+    """The event has a source block: a producer without one (schema's non_debezium_producer) has no
+    source time to judge or measure lag from."""
+    return F.col("source").isNotNull()
+
+
 def _invalid_event_ts() -> Column:
     return F.col("ts_ms_raw").isNotNull() & ~_valid_event_ts()
 
@@ -112,7 +118,7 @@ def lag_table(events: DataFrame) -> DataFrame:
     valid = _valid_source_ts()
     lagged = decoded_data(events).select(
         *GROUP, change.alias("change"), F.col("snapshot_event").alias("snap"),
-        F.when(change, valid).alias("source_ts_valid"),
+        F.when(change & _from_source(), valid).alias("source_ts_valid"),
         F.when(change & valid & _valid_event_ts(), lag_us()).alias("lag_us"),
         F.when(change & valid, _record_lag_ms()).alias("record_lag_ms"),
         F.when(change & valid, F.col("source_ts_ms")).alias("valid_source_ts_ms"),
@@ -162,7 +168,7 @@ def lag_rules() -> list[RecordRule]:
     lag = lag_us()
     hint = unit_hint(F.col("source_ts_raw"))
     return [
-        RecordRule("invalid_source_ts", is_change & ~valid, F.concat(
+        RecordRule("invalid_source_ts", is_change & _from_source() & ~valid, F.concat(
             F.lit("source timestamp "), F.coalesce(F.col("source_ts_raw"), F.lit("missing")),
             F.lit(" is not an integer ms time between 2000 and 2100"),
             F.coalesce(F.concat(F.lit(": it looks like "), hint, F.lit(", not milliseconds")), F.lit("")))),

@@ -1,9 +1,11 @@
 """ordering check: per key, within a partition, in offset order.
 
-Keys are compared by their payload text (``key_payload``), so a key-schema change does not
-split a key. A ``duplicate`` is a data event equal to an earlier one of the same key in the
-partition in op, row images and source position (``ts_ms`` may differ: a replay after a
-connector restart is processed again); duplicates are set aside before the other rules.
+Keys are compared by their payload value (``key_payload``, canonical), so a key-schema change, a
+schema wrapper, whitespace or field order do not split a key. A ``duplicate`` is a data event
+equal to an earlier one of the same key in the partition in op, row images, source position,
+transaction order and MongoDB update description (``content_hash``; ``ts_ms`` may differ: a
+replay after a connector restart is processed again); duplicates are set aside before the other
+rules, and a replayed snapshot read is a ``duplicate``, never also a ``snapshot_restarted``.
 ``missing_create`` and a first-record ``tombstone_without_delete`` are only judged where the
 partition was read from offset 0 without gaps, and never for keys found in several partitions.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Window
+from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import finding
@@ -37,14 +39,22 @@ RULES = (
 KEY = ["topic", "key_payload"]
 
 
+def content_hash() -> Column:
+    """What makes two data events of a key the same event: op, row images, source position (the value's
+    hash without one), the place in its transaction (all of a MongoDB transaction's operations share one
+    cluster time, so its position ties them) and what a MongoDB update without its document changed."""
+    return F.xxhash64(
+        F.col("op"), F.col("before"), F.col("after"),
+        F.coalesce(F.col("position").cast("string"), F.col("value_hash").cast("string")),
+        F.col("txn_total_order"), F.col("update_hash"),
+    )
+
+
 def _records(events: DataFrame) -> DataFrame:
     keyed = events.where(
         F.col("kind").isin("data", "tombstone") & F.col("decode_error").isNull() & F.col("key_payload").isNotNull()
     )
-    content = F.xxhash64(
-        F.col("op"), F.col("before"), F.col("after"),
-        F.coalesce(F.col("position").cast("string"), F.col("value_hash").cast("string")),
-    )
+    content = content_hash()
     return keyed.select(
         "topic", "partition", "offset", "record_ts_ms", "key", "key_payload", "kind", "op", "snapshot",
         "position", "txn_id", "server", "table",

@@ -42,9 +42,12 @@ RULES = (
          "a topic's values are not Debezium envelopes (flattened rows, wrappers): one finding per topic"),
     Rule("unknown_connector", "schema", "info", "table",
          "source.connector names a connector without known rules: generic rules only"),
+    Rule("non_debezium_producer", "schema", "info", "table",
+         "a topic's change events carry no source block (another producer writing Debezium's envelope): one note per "
+         "topic with the count; source-based rules (source fields, source time, lag, positions) are skipped for them"),
 )
 # rules said once per topic (offset: the topic's first record involved; key and txn_id null)
-ONCE_PER_TOPIC = frozenset({"non_envelope_values", "unknown_connector"})
+ONCE_PER_TOPIC = frozenset({"non_envelope_values", "unknown_connector", "non_debezium_producer"})
 
 
 # Fields each connector always sends (its identity, time and position).
@@ -118,7 +121,7 @@ def _missing_source() -> Column:
     for flavour, fields in REQUIRED_SOURCE.items():
         names = F.concat_ws(", ", *[F.when(src[f].isNull(), F.lit(f)) for f in fields])
         missing = F.when(F.col("flavour") == flavour, names).otherwise(missing)
-    return F.when(src.isNull(), F.lit("source")).otherwise(missing)
+    return F.when(src.isNull(), F.lit("")).otherwise(missing)  # no source block at all: non_debezium_producer
 
 
 def _unwrap_text(values: Column) -> Column:
@@ -127,19 +130,51 @@ def _unwrap_text(values: Column) -> Column:
     )
 
 
+_NUMBER = r'\{"\$number(?:Long|Int|Double|Decimal)":"([^"]*)"\}'
+_DATE_ISO = r'^\{"\$date":"([^"]+)"\}$'
+_DATE_MS = r'^\{"\$date":(-?\d+)\}$'
+_BINARY = r'^\{"\$binary":\{"base64":"([^"]*)","subType":"([0-9a-fA-F]{1,2})"\}\}$'
+_BINARY_LEGACY = r'^\{"\$binary":"([^"]*)","\$type":"([0-9a-fA-F]{1,2})"\}$'
+_UUID = r'^\{"\$uuid":"([0-9a-fA-F-]{32,36})"\}$'
+
+
+def mongo_id(text: Column) -> Column:
+    """A MongoDB id as one text whatever extended-JSON mode wrote it. Debezium writes the key's id in
+    relaxed mode (``10001``, ``{"$date":"2026-01-01T00:00:00Z"}``) and the document in canonical mode
+    (``{"$numberLong":"10001"}``, ``{"$date":{"$numberLong":"1767225600000"}}``): numbers lose their
+    type wrapper (also inside compound ids), dates become ``date:<ms>``, binary and UUID values
+    ``bin:<subtype>:<hex>``; ``$oid`` and strings are the same text in both modes."""
+    t = F.regexp_replace(F.regexp_replace(text, r"\s", ""), _NUMBER, "$1")
+
+    def binary(pattern: str, b64: int, sub: int) -> Column:
+        data = F.try_to_binary(F.regexp_extract(t, pattern, b64), F.lit("base64"))
+        return F.when(t.rlike(pattern) & data.isNotNull(), F.concat(
+            F.lit("bin:"), F.lpad(F.lower(F.regexp_extract(t, pattern, sub)), 2, "0"), F.lit(":"), F.hex(data)))
+
+    iso_ms = F.unix_millis(F.try_to_timestamp(F.regexp_extract(t, _DATE_ISO, 1)))
+    return F.coalesce(
+        F.when(t.rlike(_DATE_MS), F.concat(F.lit("date:"), F.regexp_extract(t, _DATE_MS, 1))),
+        F.when(t.rlike(_DATE_ISO) & iso_ms.isNotNull(), F.concat(F.lit("date:"), iso_ms.cast("string"))),
+        binary(_BINARY, 1, 2), binary(_BINARY_LEGACY, 1, 2),
+        F.when(t.rlike(_UUID), F.concat(F.lit("bin:04:"), F.upper(F.regexp_replace(F.regexp_extract(t, _UUID, 1), "-", "")))),
+        t,
+    )
+
+
 def _key_mismatch() -> Column:
     key = _unwrap_text(F.from_json("key_payload", "map<string,string>"))
     row_text = F.when(F.col("op") == "d", F.col("before")).otherwise(F.coalesce("after", "before"))
     row = _unwrap_text(F.from_json(row_text, "map<string,string>"))
-    # MongoDB: the key's id is the document's _id as extended JSON text (whitespace aside)
+    # MongoDB: the key's id is the document's _id as extended JSON text, compared by value (mongo_id)
     mongo = F.col("flavour") == "mongodb"
 
     def differs(k: Column) -> Column:
         field = F.when(mongo & (k == "id"), F.lit("_id")).otherwise(k)
         value, expected = F.element_at(row, field), F.element_at(key, k)
-        value = F.when(mongo, F.regexp_replace(value, r"\s", "")).otherwise(value)
+        value = F.when(mongo, mongo_id(value)).otherwise(value)
         # a string _id is quoted in the key ("\"abc\""), bare in the row's map
-        expected = F.when(mongo, F.regexp_replace(F.regexp_replace(expected, r"\s", ""), r'^"(.*)"$', "$1")).otherwise(expected)
+        expected = F.when(mongo, mongo_id(F.regexp_replace(F.regexp_replace(expected, r"\s", ""), r'^"(.*)"$', "$1"))
+                          ).otherwise(expected)
         return value.isNotNull() & (value != expected)
 
     return F.filter(F.map_keys(key), differs)
@@ -180,6 +215,9 @@ def topic_findings(events: DataFrame) -> DataFrame:
         "non_envelope_values": (non_envelope(), F.lit(""), F.lit(
             " value(s) are not Debezium change events (no op, source, before or after: flattened rows such as "
             "ExtractNewRecordState's, or wrapper objects); the checks need Debezium's envelope")),
+        "non_debezium_producer": (F.col("envelope") & F.col("source").isNull(), F.lit(""), F.lit(
+            " change event(s) carry no source block: written by a producer other than Debezium (a stream processor's "
+            "Debezium-format sink?); their source fields, source time, lag and positions are not judged")),
         "unknown_connector": (F.col("flavour") == UNKNOWN_FLAVOUR,
                               F.concat(F.lit("source.connector "), connectors, F.lit(" has no connector-specific rules: ")),
                               F.lit(" event(s) judged by the generic rules only")),

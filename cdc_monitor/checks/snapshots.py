@@ -5,16 +5,20 @@ before it streams its changes; incremental snapshots (``source.snapshot = increm
 signals) read chunks while streaming goes on and are expected there. A blocking (non-incremental)
 snapshot event of a table whose change events were already streaming in the window is
 ``snapshot_restarted``: a connector that lost its offsets and snapshots the table again,
-re-delivering every row. One finding per table, at its first such event.
+re-delivering every row. One finding per table, at its first such event. A snapshot read that repeats
+an earlier read of its key exactly is a redelivery: it is ordering's ``duplicate`` and does not count
+here (one cause, one finding).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import finding
+from cdc_monitor.checks.ordering import content_hash
 from cdc_monitor.vocabulary import Rule
 
 if TYPE_CHECKING:
@@ -35,6 +39,12 @@ def snapshot_restarted_findings(events: DataFrame) -> DataFrame:
     streaming = data.where("change_event").groupBy("server", "table").agg(
         F.min(F.struct(*_AT)).alias("first_change"))
     blocking = data.where(F.col("snapshot_event") & (F.coalesce(F.col("snapshot_marker"), F.lit("")) != INCREMENTAL))
+    # one cause, one finding: a snapshot read that repeats an earlier one exactly (ordering's
+    # content_hash) is a redelivery, reported as a ``duplicate``, not as a snapshot started again
+    # (a new snapshot reads at a new source position, so its rows are never exact repeats)
+    copies = Window.partitionBy("topic", "partition", "key_payload", content_hash()).orderBy("offset")
+    blocking = blocking.withColumn("copy_no", F.row_number().over(copies)).where(
+        F.col("key_payload").isNull() | (F.col("copy_no") == 1))
     after = blocking.join(streaming, ["server", "table"]).where(F.struct(*_AT) > F.col("first_change"))
     per_table = after.groupBy("server", "table").agg(
         F.min(F.struct(*_AT, "key")).alias("at"), F.count(F.lit(1)).alias("n"), F.first("first_change").alias("since"))

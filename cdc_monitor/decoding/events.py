@@ -17,10 +17,10 @@ One ``from_json`` per value and per key; everything else is column expressions. 
 | txn_id, txn_total_order, txn_collection_order | the data event's ``transaction`` block |
 | txn_key, marker_key | the transaction id (data event / marker) as reconciled (``txn_key``: PostgreSQL's txId part) |
 | has_message | the value carries a logical-decoding ``message`` block (op ``m``) |
-| has_update_description | a MongoDB update says what changed (``updateDescription``, 1.x ``patch``) |
+| has_update_description, update_hash | a MongoDB update says what changed (``updateDescription``, 1.x ``patch``), and its hash |
 | position | comparable connector position (``array<bigint>``) |
 | source, before, after | parsed source struct; raw row images |
-| value_schema, key_schema, key_payload | raw embedded schemas and the key's payload text |
+| value_schema, key_schema, key_payload | raw embedded schemas and the key's payload (``canonical_key``: what keys are grouped by) |
 | value_variant, value_shape, key_variant, key_shape | payloads with an embedded schema, parsed, and their shapes |
 | status, marker_id, marker_event_count, marker_collections | transaction-topic BEGIN/END fields |
 | pk_change | the record carries ``__debezium.oldkey``/``newkey`` headers |
@@ -112,6 +112,13 @@ def txn_key(txn_id: Column) -> Column:
     return F.when(txn_id.rlike(PG_TXN_ID), F.regexp_extract(txn_id, PG_TXN_ID, 1)).otherwise(txn_id)
 
 
+def canonical_key(payload: Column) -> Column:
+    """A key's payload as one text per value: the same key written with or without a schema wrapper,
+    with other whitespace or field order, is one key (a JSON object's fields sorted, as Spark's
+    variant stores them; no whitespace). A payload that is not JSON (a bare string) stays as it is."""
+    return F.coalesce(F.to_json(F.try_parse_json(payload)), payload)
+
+
 def _one_document(text: Column) -> Column:
     """The text is exactly one JSON document. Spark's JSON readers stop after the first value, so
     ``{"id": 1}<TAB>{...}`` or ``{...}^{...}`` would decode as its first object: parsed inside an
@@ -187,12 +194,15 @@ def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tu
         decode_detail.alias("decode_detail"),
         value_schema.alias("value_schema"),
         F.when(k["payload"].isNotNull(), k["schema"]).alias("key_schema"),
-        F.when(k["payload"].isNotNull(), k["payload"]).otherwise(F.when(k[CORRUPT].isNull(), F.col("key")))
+        canonical_key(F.when(k["payload"].isNotNull(), k["payload"]).otherwise(F.when(k[CORRUPT].isNull(), F.col("key"))))
         .alias("key_payload"),
         *[fields[name].alias(name) for name in ("before", "after", "op", "source", "transaction", "status",
                                                 "data_collections")],
         fields["message"].isNotNull().alias("has_message"),
         (fields["patch"].isNotNull() | fields["updateDescription"].isNotNull()).alias("has_update_description"),
+        # what a MongoDB update without its document changed: part of what makes two events the same
+        F.when(fields["patch"].isNotNull() | fields["updateDescription"].isNotNull(),
+               F.xxhash64(fields["patch"], fields["updateDescription"])).alias("update_hash"),
         fields["databaseName"].alias("ddl_database"),
         fields["ddl"].alias("ddl_text"),
         fields["tableChanges"].alias("table_changes"),
@@ -252,7 +262,7 @@ def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tu
         F.when(F.col("kind") == "transaction", F.col("status")).alias("status"),
         F.when(F.col("kind") == "transaction", F.col("marker_id")).alias("marker_id"),
         F.when(F.col("kind") == "transaction", txn_key(F.col("marker_id"))).alias("marker_key"),
-        "has_message", "has_update_description",
+        "has_message", "has_update_description", "update_hash",
         F.col("marker_event_count_raw").try_cast("bigint").alias("marker_event_count"),
         F.transform(
             "data_collections",
