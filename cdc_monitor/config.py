@@ -33,6 +33,8 @@ class ScanConfig:
     heartbeat_topic_prefix: str = HEARTBEAT_TOPIC_PREFIX
     lag_threshold_ms: int = 60_000
     table_lag_threshold_ms: dict[str, int] = field(default_factory=dict)
+    # silence after which a server's connector counts as stalled (checks/stalls.py); None: from its heartbeats
+    stall_threshold_ms: int | None = None
     fail_on: str = "error"
     max_findings: int = 10_000
     # windows of at most this many records are checked in one partition, without shuffles
@@ -66,6 +68,8 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
         name = key.replace("-", "_")
         if name in ("lag_threshold", "lag_threshold_ms"):
             out["lag_threshold_ms"] = parse_duration_ms(value, f"{origin}: lag_threshold")
+        elif name in ("stall_threshold", "stall_threshold_ms"):
+            out["stall_threshold_ms"] = parse_duration_ms(value, f"{origin}: stall_threshold")
         elif name == "transaction_topic":
             out["transaction_topic_regex"] = exact_topic_regex(str(value))
         elif name in {f.name for f in fields(ScanConfig)}:
@@ -106,6 +110,8 @@ def load_config(path: str | None, env: dict[str, str] | None = None) -> ScanConf
     picked = {}
     if "lag_threshold" in env_map:
         picked["lag_threshold_ms"] = parse_duration_ms(env_map["lag_threshold"], "CDC_MONITOR_LAG_THRESHOLD")
+    if "stall_threshold" in env_map:
+        picked["stall_threshold_ms"] = parse_duration_ms(env_map["stall_threshold"], "CDC_MONITOR_STALL_THRESHOLD")
     if "fail_on" in env_map:
         picked["fail_on"] = env_map["fail_on"]
     if "transaction_topic" in env_map:

@@ -51,8 +51,18 @@ ALLOWED_OPS: dict[str, tuple[str, ...]] = {
     "informix": ROW_OPS,
     "vitess": ROW_OPS,
     "spanner": ROW_OPS,
+    "cassandra": ROW_OPS,
 }
 MESSAGE_OP_FLAVOURS = ("postgresql", "yugabyte")
+# Row images of a delete, per connector (each connector's documented delete events): by default
+# ``before`` holds the old row (or its key columns) and ``after`` is null. Cassandra keeps ``after``
+# (the key columns, each with its deletion_ts); MongoDB has neither without pre-images.
+DELETE_KEEPS_AFTER = ("cassandra",)
+DELETE_WITHOUT_IMAGES = ("mongodb",)
+# connectors whose snapshot rows are not op r with a string snapshot flag, so snapshot_op_mismatch does
+# not judge them: dtle (its documented snapshot rows are op c with a boolean snapshot, false on the
+# last row, as old Debezium MySQL wrote them) and Cassandra (its snapshot op is not documented)
+SNAPSHOT_OPS_UNDOCUMENTED = ("dtle", "cassandra")
 
 # source.connector values -> the flavour whose rules apply (a value not listed is an unknown
 # connector: generic rules only, and the report names it).
@@ -70,6 +80,7 @@ CONNECTORS: dict[str, str] = {
     "informix": "informix",
     "vitess": "vitess",
     "spanner": "spanner",
+    "cassandra": "cassandra",
 }
 UNKNOWN_FLAVOUR = "unknown"
 

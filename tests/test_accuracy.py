@@ -67,7 +67,13 @@ def test_fault_plan_covers_every_rule_of_the_contract():
     # (the registry's schemas per topic in tests/test_avro.py); schema changes without DDL of hand-made
     # schema-change traffic (tests/test_schema_changes.py: the generator writes no schema-change topic)
     avro = {r.name for r in AVRO_RULES}
-    contract = set(CATALOGUE) - {"invalid_envelope", "schema_change_without_ddl"} - CAPTURE_RULES - ONCE_PER_TOPIC - avro
+    # hand-made only (tests/test_real_traffic.py): a marker without an id (dropping a generated marker's
+    # id also leaves its partner unmatched, two findings for the generator's one label), and a stalled
+    # connector (a silence in every topic of a server, which the generator's timeline does not model), and
+    # a PostgreSQL sequence on two LSNs (one flavour's)
+    hand_made = {"invalid_marker_id", "connector_stalled", "sequence_conflict"}
+    contract = (set(CATALOGUE) - {"invalid_envelope", "schema_change_without_ddl"} - CAPTURE_RULES - ONCE_PER_TOPIC - avro
+                - hand_made)
     assert set(applicable_rules("mysql", schemas=True, tombstones=True, partitions=3)) == contract
     wire = set(applicable_rules("mysql", schemas=False, tombstones=True, partitions=3, value_format="avro"))
     bare = set(applicable_rules("mysql", schemas=False, tombstones=True, partitions=3))

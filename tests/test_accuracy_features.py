@@ -64,7 +64,7 @@ def feature_captures(tmp_path_factory):
                       root / "numeric" / f"{flavour}.jsonl")
         write_capture(generate(flavour, events=EVENTS, seed=310 + i, flatten=True, schemas=i % 2 == 0),
                       root / "flat" / f"{flavour}.jsonl")
-        write_capture(generate(flavour, events=EVENTS, seed=320 + i, connector="cassandra", schemas=i % 2 == 1),
+        write_capture(generate(flavour, events=EVENTS, seed=320 + i, connector="acme", schemas=i % 2 == 1),
                       root / "unknown" / f"{flavour}.jsonl")
     # only the transaction topics of clean traffic: the data topics were not captured
     txn_only = root / "txn-only"

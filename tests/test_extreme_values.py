@@ -41,6 +41,7 @@ DATA_PATHS: tuple[tuple[Any, ...], ...] = (
     ("source", "pos"), ("source", "row"), ("source", "file"), ("source", "lsn"), ("source", "sequence"),
     ("source", "txId"), ("source", "scn"), ("source", "commit_scn"), ("source", "commit_lsn"),
     ("source", "change_lsn"), ("source", "event_serial_no"), ("source", "ord"), ("source", "snapshot"),
+    ("source", "ts_micro"),
     ("transaction", "total_order"), ("transaction", "data_collection_order"),
 )
 MARKER_PATHS: tuple[tuple[Any, ...], ...] = (("event_count",), ("data_collections", 0, "event_count"), ("ts_ms",))

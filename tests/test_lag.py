@@ -50,8 +50,11 @@ def test_percentiles_are_exact_nearest_rank_and_edges_are_counted(scan, tmp_path
     assert max(r["max_ms"] for r in result.series["lag"]) == 70_000
     assert all(r["t_ms"] % step == 0 for r in result.series["lag"]) and step >= (n * 1000) // 60
     rules = sorted(f["rule"] for f in result.findings)
-    # the two snapshot events come after streaming began: a restarted snapshot, said once for the table
-    assert rules == ["invalid_source_ts"] * 2 + ["lag_spike"] + ["negative_lag"] * 2 + ["snapshot_restarted"]
+    # the snapshot read comes after streaming began: a restarted snapshot, said once for the table; the c
+    # flagged snapshot "last" contradicts its op; the spike's record comes ~65 s after every other
+    # record (no heartbeats: over the 60 s stall threshold)
+    assert rules == (["connector_stalled"] + ["invalid_source_ts"] * 2 + ["lag_spike"] + ["negative_lag"] * 2
+                     + ["snapshot_op_mismatch", "snapshot_restarted"])
 
 
 def test_spikes_are_runs_per_table_and_thresholds_per_table(scan, tmp_path):

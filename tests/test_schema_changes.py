@@ -42,11 +42,12 @@ def _change(server: str, table: str, i: int, version: int) -> str:
 
 def _ddl(server: str, offset: int, ddl: str, table_ids: list[str]) -> str:
     """A schema-change event as Debezium's MySQL connector writes it (dtle's has no tableChanges)."""
-    payload = {"source": {"connector": "mysql", "name": server, "ts_ms": BASE + 500 + offset, "db": "inventory",
+    # written between the tables' last version-1 record (i=2) and first version-2 record (i=3)
+    payload = {"source": {"connector": "mysql", "name": server, "ts_ms": BASE + 2500 + offset, "db": "inventory",
                           "file": "mysql-bin.000003", "pos": 900 + offset, "row": 0},
-               "ts_ms": BASE + 510 + offset, "databaseName": "inventory", "ddl": ddl,
+               "ts_ms": BASE + 2510 + offset, "databaseName": "inventory", "ddl": ddl,
                "tableChanges": [{"type": "ALTER", "id": tid, "table": {"columns": []}} for tid in table_ids]}
-    return kcat_line(server, 0, offset, json.dumps({"databaseName": "inventory"}), json.dumps(payload), BASE + 600 + offset)
+    return kcat_line(server, 0, offset, json.dumps({"databaseName": "inventory"}), json.dumps(payload), BASE + 2600 + offset)
 
 
 def test_ddl_events_are_counted_and_schema_changes_without_one_are_found(scan, tmp_path):
@@ -66,8 +67,8 @@ def test_ddl_events_are_counted_and_schema_changes_without_one_are_found(scan, t
     result = scan([write_lines(tmp_path / "ddl.jsonl", lines)])
     found = [f for f in result.findings if f["rule"] == "schema_change_without_ddl"]
     assert [(f["topic"], f["offset"], f["table"]) for f in found] == [("shop.inventory.users", 3, "inventory.users")]
-    assert found[0]["message"] == ("value schema of inventory.users changed (2 versions) with no DDL event for it on "
-                                   "the schema-change topic")
+    assert found[0]["message"] == ("value schema of inventory.users changed (version 2 of 2) with no DDL event for it on "
+                                   "the schema-change topic between the last record of the old version and this one")
     assert found[0]["severity"] == "warning" and found[0]["key"] == '{"id":3}'
     assert [f["rule"] for f in result.findings] == ["schema_change_without_ddl"]  # nothing else in this traffic
     schemas = {s["topic"]: s for s in result.schemas}
@@ -75,3 +76,21 @@ def test_ddl_events_are_counted_and_schema_changes_without_one_are_found(scan, t
     assert schemas["shop.inventory.orders"]["value_schemas"] == 2
     assert "ddl_events" not in schemas["shop.inventory.users"] and "ddl_events" not in schemas["other.inventory.users"]
     assert result.summary["schema_changes"] == 3
+
+
+def test_a_ddl_elsewhere_in_the_window_does_not_cover_a_schema_change(scan, tmp_path):
+    """The DDL must sit between the old version's last record and the new one's first: the snapshot's
+    CREATE TABLE before the window's records and an ADD INDEX after the change cover nothing, so a full
+    capture (with its CREATE TABLE) can still show a change without its DDL. A later change covered by
+    its own ALTER is fine."""
+    early = _ddl("shop", 0, "CREATE TABLE orders (id int, name varchar(255))", ['"inventory"."orders"']).replace(
+        str(BASE + 2600), str(BASE - 5000))
+    late = _ddl("shop", 1, "ALTER TABLE orders ADD INDEX by_name (name)", ['"inventory"."orders"']).replace(
+        str(BASE + 2601), str(BASE + 9000))
+    lines = [early, late, *[_change("shop", "orders", i, 1 if i < 3 else 2) for i in range(6)]]
+    result = scan([write_lines(tmp_path / "ddl_elsewhere.jsonl", lines)])
+    found = [(f["rule"], f["offset"]) for f in result.findings]
+    assert found == [("schema_change_without_ddl", 3)], found
+    covered = [*lines, _ddl("shop", 2, "ALTER TABLE orders ADD COLUMN email varchar(255)", ['"inventory"."orders"'])]
+    result = scan([write_lines(tmp_path / "ddl_covered.jsonl", covered)])
+    assert result.findings == []

@@ -17,6 +17,7 @@ from typing import Any
 AVRO_FULLNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 INT_TYPES = ("int8", "int16", "int32", "int64")
+ARRAY_ITEMS = "[]"  # a path step into an array's elements
 # the range of each narrower integer type: a shape says BIGINT whatever the magnitude, so these
 # are judged on the values (schema.py), beyond int64 a value's shape is DECIMAL
 INT_RANGES: dict[str, tuple[int, int]] = {"int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1),
@@ -51,7 +52,7 @@ class FieldCheck:
 
     @property
     def dotted(self) -> str:
-        return ".".join(self.path)
+        return ".".join(self.path).replace("." + ARRAY_ITEMS, ARRAY_ITEMS)
 
     @property
     def allowed(self) -> tuple[str, ...]:
@@ -61,7 +62,8 @@ class FieldCheck:
 
     @property
     def int_range(self) -> tuple[int, int] | None:
-        return INT_RANGES.get(self.type)
+        """Judged per record on the value (schema.py): not inside arrays, whose elements a path cannot name."""
+        return None if ARRAY_ITEMS in self.path else INT_RANGES.get(self.type)
 
 
 def _bool(value: Any, default: bool) -> bool:
@@ -106,6 +108,9 @@ def compile_schema(schema: dict[str, Any], *, skip: frozenset[str] = frozenset()
             out.append(FieldCheck(p, typ, optional, unwrap=wrapped and typ != "struct", logical=logical))
             if typ == "struct":
                 walk(fs, p)
+            items = fs.get("items")
+            if typ == "array" and isinstance(items, dict) and str(items.get("type", "")).lower() == "struct":
+                walk(items, (*p, ARRAY_ITEMS))  # the fields of struct elements (MongoDB's truncatedArrays)
 
     walk(schema, ())
     return out

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 RULES = (
     Rule("lag_spike", "lag", "warning", "table", "lag above the table's threshold (one finding per run of events)"),
     Rule("negative_lag", "lag", "warning", "record", "ts_ms before source.ts_ms (clock skew)"),
-    Rule("invalid_source_ts", "lag", "warning", "record", "source timestamp missing or outside 2000..2100"),
+    Rule("invalid_source_ts", "lag", "warning", "record",
+         "source timestamp missing or outside 2000..2100 (change events; on snapshot reads, present and outside)"),
     Rule("invalid_event_ts", "lag", "warning", "record",
          "ts_ms present but not an integer ms time in 2000..2100 (e.g. nanoseconds): the event is left out of lag"),
 )
@@ -66,6 +67,12 @@ def _from_source() -> Column:
     """The event has a source block: a producer without one (schema's non_debezium_producer) has no
     source time to judge or measure lag from."""
     return F.col("source").isNotNull()
+
+
+def _judged_read() -> Column:
+    """A snapshot read (op r) whose source time is present: judged like a change event's (a time of 0
+    on r rows is as implausible); a read without one is not (some connectors' reads carry none)."""
+    return F.col("snapshot_event") & (F.col("op") == "r") & F.col("source_ts_raw").isNotNull()
 
 
 def _invalid_event_ts() -> Column:
@@ -118,7 +125,7 @@ def lag_table(events: DataFrame) -> DataFrame:
     valid = _valid_source_ts()
     lagged = decoded_data(events).select(
         *GROUP, change.alias("change"), F.col("snapshot_event").alias("snap"),
-        F.when(change & _from_source(), valid).alias("source_ts_valid"),
+        F.when((change | _judged_read()) & _from_source(), valid).alias("source_ts_valid"),
         F.when(change & valid & _valid_event_ts(), lag_us()).alias("lag_us"),
         F.when(change & valid, _record_lag_ms()).alias("record_lag_ms"),
         F.when(change & valid, F.col("source_ts_ms")).alias("valid_source_ts_ms"),
@@ -168,7 +175,7 @@ def lag_rules() -> list[RecordRule]:
     lag = lag_us()
     hint = unit_hint(F.col("source_ts_raw"))
     return [
-        RecordRule("invalid_source_ts", is_change & _from_source() & ~valid, F.concat(
+        RecordRule("invalid_source_ts", (is_change | _judged_read()) & _from_source() & ~valid, F.concat(
             F.lit("source timestamp "), F.coalesce(F.col("source_ts_raw"), F.lit("missing")),
             F.lit(" is not an integer ms time between 2000 and 2100"),
             F.coalesce(F.concat(F.lit(": it looks like "), hint, F.lit(", not milliseconds")), F.lit("")))),

@@ -15,8 +15,10 @@ from cdc_monitor.checks.lag import lag_rules, lag_spike_findings, lag_table
 from cdc_monitor.checks.ordering import ordering_findings
 from cdc_monitor.checks.schema import ShapeVerdicts, embedded_schema_findings, envelope_rules, topic_findings
 from cdc_monitor.checks.schema_changes import schema_change_findings
-from cdc_monitor.checks.snapshots import snapshot_restarted_findings
-from cdc_monitor.checks.transactions import transaction_check
+from cdc_monitor.checks.snapshots import snapshot_restarted_findings, snapshot_rules
+from cdc_monitor.checks.source_block import sequence_findings, source_block_rules
+from cdc_monitor.checks.stalls import stall_findings
+from cdc_monitor.checks.transactions import marker_rules, transaction_check
 from cdc_monitor.engine.cache import NO_CACHE, FrameCache
 from cdc_monitor.vocabulary import SCOPES
 
@@ -56,7 +58,9 @@ def run_checks(events: DataFrame, facts: WindowFacts, config: ScanConfig, cache:
     tx = transaction_check(events, facts, cache) if facts.has_transactions else None
     by_scope = {
         # decode, lag and envelope rules need only the record itself: one pass for all of them
-        "record": [record_findings(fresh, [*decode_rules(), *avro_rules(), *lag_rules(), *envelope_rules()]),
+        "record": [record_findings(fresh, [*decode_rules(), *avro_rules(), *lag_rules(), *envelope_rules(),
+                                         *snapshot_rules(), *marker_rules(),
+                                         *source_block_rules()]),
                    *(embedded_schema_findings(fresh if texts is None else texts, shapes) if facts.has_embedded_schemas else [])],
         "key": ordering_findings(events, facts, cache),
         "transaction": tx.findings if tx is not None else [],
@@ -64,6 +68,8 @@ def run_checks(events: DataFrame, facts: WindowFacts, config: ScanConfig, cache:
                   *([schema_change_findings(events)] if facts.has_schema_changes else []),
                   *([snapshot_restarted_findings(events)] if facts.has_snapshot_events else []),
                   lag_spike_findings(events if lag_scope is None else lag_scope, config.lag_threshold_ms,
-                                     config.table_lag_threshold_ms)],
+                                     config.table_lag_threshold_ms),
+                  stall_findings(events, config.stall_threshold_ms),
+                  sequence_findings(events)],
     }
     return CheckedResult(by_scope=by_scope, lag=lag_table(fresh), transactions=tx.transactions if tx is not None else None)

@@ -22,7 +22,15 @@ from cdc_monitor.checks.findings import MAX_OFFSETS, RecordRule, dynamic_finding
 from cdc_monitor.checks.variant_shape import ShapeSyntaxError, field_problems, parse_shape
 from cdc_monitor.decoding.events import non_envelope
 from cdc_monitor.engine.facts import fact_lookup, fact_text
-from cdc_monitor.vocabulary import ALLOWED_OPS, GENERIC_OPS, MESSAGE_OP_FLAVOURS, UNKNOWN_FLAVOUR, Rule
+from cdc_monitor.vocabulary import (
+    ALLOWED_OPS,
+    DELETE_KEEPS_AFTER,
+    DELETE_WITHOUT_IMAGES,
+    GENERIC_OPS,
+    MESSAGE_OP_FLAVOURS,
+    UNKNOWN_FLAVOUR,
+    Rule,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -63,6 +71,7 @@ REQUIRED_SOURCE: dict[str, tuple[str, ...]] = {
     "informix": ("name", "ts_ms", "commit_lsn"),
     "vitess": ("name", "ts_ms", "keyspace", "vgtid"),
     "spanner": ("name", "ts_ms"),
+    "cassandra": ("name", "cluster", "keyspace", "ts_micro"),
 }
 SKIP_NULL_CHECK = frozenset({"op"} | {f"source.{f}" for fields in REQUIRED_SOURCE.values() for f in fields})
 LOC_COLUMNS = ("topic", "partition", "offset", "key", "txn_id", "server", "table")
@@ -108,7 +117,9 @@ def _before_after_problem() -> Column:
         # MongoDB without full-document lookup: an update says what changed instead of the document
         .when((op == "u") & ~after & ~((F.col("flavour") == "mongodb") & F.col("has_update_description")),
               F.lit("op u without after"))
-        .when((op == "d") & after, F.lit("op d with after set"))
+        .when((op == "d") & after & ~F.col("flavour").isin(*DELETE_KEEPS_AFTER), F.lit("op d with after set"))
+        .when((op == "d") & ~before & ~after & ~F.col("flavour").isin(*DELETE_WITHOUT_IMAGES),
+              F.lit("op d without before or after (nothing says which row was deleted)"))
         .when((op == "r") & ~after, F.lit("op r without after"))
         .when((op == "t") & (before | after), F.lit("op t with a row image"))
     )

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import finding
+from cdc_monitor.checks.findings import RecordRule, finding
 from cdc_monitor.checks.ordering import content_hash
-from cdc_monitor.vocabulary import Rule
+from cdc_monitor.vocabulary import SNAPSHOT_OPS_UNDOCUMENTED, UNKNOWN_FLAVOUR, Rule
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 RULES = (
     Rule("snapshot_restarted", "ordering", "warning", "table",
          "a table is snapshotted again after its changes were streaming (the connector re-delivers its rows)"),
+    Rule("snapshot_op_mismatch", "schema", "warning", "record",
+         "source.snapshot contradicts op: c/u/d marked as a snapshot (true, first, last, *_in_data_collection, "
+         "incremental), or an r read marked snapshot false; not judged for dtle (documented snapshot rows are op c with a "
+         "boolean flag), Cassandra or unknown connectors"),
 )
 FIRST_MARKERS = ("first", "first_in_data_collection")
 LAST_MARKERS = ("last", "last_in_data_collection")
@@ -34,11 +38,30 @@ INCREMENTAL = "incremental"
 _AT = ["record_ts_ms", "topic", "partition", "offset"]
 
 
+def snapshot_rules() -> list[RecordRule]:
+    """Per record: the snapshot flag against the op, as Debezium's connectors write them (snapshot
+    reads are op r with source.snapshot true/first/last/*_in_data_collection, incremental snapshot
+    chunks op r with incremental; streamed changes c/u/d with false or no flag). An r without a flag
+    (old connectors) is not judged."""
+    op, marker = F.col("op"), F.col("snapshot_marker")
+    flagged = marker.isNotNull() & (marker != "false")
+    # only connectors whose snapshot values are documented (an unknown one may write a boolean flag, as dtle does)
+    known = F.col("flavour").isNotNull() & (F.col("flavour") != UNKNOWN_FLAVOUR)
+    judged = F.col("data_event") & known & ~F.col("flavour").isin(*SNAPSHOT_OPS_UNDOCUMENTED)
+    return [RecordRule("snapshot_op_mismatch", judged & (
+        (op.isin("c", "u", "d") & flagged) | ((op == "r") & (marker == "false"))), F.concat(
+        F.lit("op "), op, F.lit(" with source.snapshot "), F.coalesce(marker, F.lit("null")),
+        F.when(op == "r", F.lit(": a snapshot read marked as streamed"))
+        .otherwise(F.lit(": a streamed change marked as a snapshot"))))]
+
+
 def snapshot_restarted_findings(events: DataFrame) -> DataFrame:
     data = events.where("data_event")
     streaming = data.where("change_event").groupBy("server", "table").agg(
         F.min(F.struct(*_AT)).alias("first_change"))
-    blocking = data.where(F.col("snapshot_event") & (F.coalesce(F.col("snapshot_marker"), F.lit("")) != INCREMENTAL))
+    # snapshot reads by both op and flag (a record whose flag contradicts its op is snapshot_op_mismatch only)
+    blocking = data.where(F.col("snapshot_event") & (F.col("op") == "r")
+                          & ~F.coalesce(F.col("snapshot_marker"), F.lit("")).isin(INCREMENTAL, "false"))
     # one cause, one finding: a snapshot read that repeats an earlier one exactly (ordering's
     # content_hash) is a redelivery, reported as a ``duplicate``, not as a snapshot started again
     # (a new snapshot reads at a new source position, so its rows are never exact repeats)

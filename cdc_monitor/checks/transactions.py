@@ -26,10 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Window
+from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import finding
+from cdc_monitor.checks.findings import RecordRule, finding
 from cdc_monitor.engine.cache import NO_CACHE, FrameCache
 from cdc_monitor.engine.facts import WindowFacts
 from cdc_monitor.vocabulary import TX_STATUSES, Rule
@@ -45,6 +45,9 @@ RULES = (
          "END.data_collections differs per collection"),
     Rule("order_gap", "transactions", "error", "transaction", "total_order/data_collection_order not 1..n"),
     Rule("orphan_event", "transactions", "warning", "transaction", "transaction id on no BEGIN/END covering its time"),
+    Rule("end_before_begin", "transactions", "warning", "transaction", "a complete transaction's END ts_ms is before its BEGIN's"),
+    Rule("invalid_marker_id", "transactions", "error", "record",
+         "a BEGIN or END marker with a null or empty id (it cannot be matched: its partner marker then looks unmatched)"),
 )
 
 
@@ -58,11 +61,23 @@ class TransactionResult:
     transactions: DataFrame  # one row per transaction id: status and problem flags
 
 
+def _is_marker() -> Column:
+    return (F.col("kind") == "transaction") & F.col("decode_error").isNull() & F.col("status").isin("BEGIN", "END")
+
+
+def _has_id() -> Column:
+    return F.coalesce(F.trim(F.col("marker_id")) != "", F.lit(False))
+
+
+def marker_rules() -> list[RecordRule]:
+    """Per record: a marker that names no transaction."""
+    return [RecordRule("invalid_marker_id", _is_marker() & ~_has_id(), F.concat(
+        F.col("status"), F.lit(" marker with "), F.when(F.col("marker_id").isNull(), F.lit("a null id")).otherwise(
+            F.lit("an empty id")), F.lit(": it names no transaction")))]
+
+
 def _markers(events: DataFrame) -> DataFrame:
-    return events.where(
-        (F.col("kind") == "transaction") & F.col("decode_error").isNull() & F.col("status").isin("BEGIN", "END")
-        & F.col("marker_id").isNotNull()
-    ).withColumn("txn_key", F.col("marker_key"))
+    return events.where(_is_marker() & _has_id()).withColumn("txn_key", F.col("marker_key"))
 
 
 def _data(events: DataFrame, cache: FrameCache) -> DataFrame:
@@ -92,10 +107,12 @@ def _per_transaction(markers: DataFrame, facts: WindowFacts) -> DataFrame:
     txns = marked.groupBy("topic", "partition", "server", "txn_key").agg(
         F.min_by(F.when(is_begin, F.struct(
             F.col("offset").alias("begin_offset"), F.col("marker_id").alias("begin_id"), F.col("key").alias("begin_key"),
-            "next_begin", F.col("record_ts_ms").alias("begin_ts"))), begin_offset).alias("b"),
+            "next_begin", F.col("record_ts_ms").alias("begin_ts"), F.col("ts_ms").alias("begin_ts_ms"))),
+            begin_offset).alias("b"),
         F.min_by(F.when(is_end, F.struct(
             F.col("offset").alias("end_offset"), F.col("marker_id").alias("end_id"), F.col("key").alias("end_key"),
-            F.col("marker_event_count").alias("event_count"), F.col("marker_collections").alias("collections"))),
+            F.col("marker_event_count").alias("event_count"), F.col("marker_collections").alias("collections"),
+            F.col("ts_ms").alias("end_ts_ms"))),
             F.when(is_end, F.col("offset"))).alias("e"),
         F.first("first_begin").alias("first_begin"),
     ).select("topic", "partition", "server", "txn_key", "b.*", "e.*", "first_begin")
@@ -191,6 +208,10 @@ def transaction_check(events: DataFrame, facts: WindowFacts, cache: FrameCache =
             "collection_count_mismatch",
             F.concat(F.lit("END per collection "), F.to_json("collections"), F.lit(" but seen "),
                      F.to_json(F.coalesce("seen_by_collection", F.create_map()))),
+            offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
+        txns.where(complete & (F.col("end_ts_ms") < F.col("begin_ts_ms"))).select(*finding(
+            "end_before_begin", F.concat(F.lit("END of "), F.col("txn_id"), F.lit(" has ts_ms "), F.col("end_ts_ms"),
+                                         F.lit(", before its BEGIN's "), F.col("begin_ts_ms")),
             offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
         txns.where("order_gap").select(*finding(
             "order_gap",

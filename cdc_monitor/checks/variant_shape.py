@@ -9,6 +9,8 @@ pair here, once, instead of evaluating per-schema expressions on every record.
 
 What a shape cannot tell: the magnitude of an integer (every JSON integer is ``BIGINT``), so an
 int8/int16/int32 value outside its range is not reported; a number beyond int64 is (``DECIMAL``).
+Fields of struct elements of arrays are judged on the elements' merged shape: a field null or
+absent in every element is found, one null among non-null values is not (the merge hides it).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cdc_monitor.checks.connect_schema import FieldCheck
+from cdc_monitor.checks.connect_schema import ARRAY_ITEMS, FieldCheck
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,9 @@ def _at(shape: Shape | None, path: tuple[str, ...]) -> Shape | None:
     """The value at ``path`` below ``shape`` (None when absent: a missing field, or a non-object on the way)."""
     node = shape
     for name in path:
+        if node is not None and node.kind == "ARRAY" and name == ARRAY_ITEMS:
+            node = node.element  # the elements' merged shape: a field null in every element is VOID
+            continue
         if node is None or node.kind != "OBJECT":
             return None
         node = node.fields.get(name)
@@ -115,8 +120,9 @@ def field_problems(checks: list[FieldCheck], payload: Shape) -> tuple[list[str],
     nulls: list[str] = []
     types: list[str] = []
     for c in checks:
-        if len(c.path) > 1 and _is_null(_at(payload, c.path[:-1])):
-            continue
+        parent = _at(payload, c.path[:-1]) if len(c.path) > 1 else payload
+        if _is_null(parent) or (ARRAY_ITEMS in c.path and parent is not None and parent.kind != "OBJECT"):
+            continue  # (elements of mixed shapes merge into VARIANT: their fields cannot be told)
         node = _at(payload, c.path)
         if c.unwrap and node is not None and node.kind == "OBJECT":
             node = node.fields.get("value")

@@ -30,6 +30,8 @@ SOURCE_FIELDS = [
     "begin_lsn", "keyspace", "shard", "vgtid",
     # dtle schema-change messages: {"source": {"server": ...}}
     "server",
+    # cassandra: the cluster, and the source time in microseconds
+    "cluster", "ts_micro",
 ]
 
 SOURCE_SCHEMA = T.StructType([T.StructField(name, S) for name in SOURCE_FIELDS])

@@ -91,6 +91,7 @@ def _table(flavour: Column, src: Column, value_schema: Column, topic: Column) ->
         .when(flavour.isin("mysql", "dtle", "mongodb"), F.concat_ws(".", db, tbl))
         .when(flavour == "vitess", F.concat_ws(".", F.coalesce(F.nullif(src["keyspace"], F.lit("")), db), tbl))
         .when(flavour == "spanner", tbl)
+        .when(flavour == "cassandra", F.concat_ws(".", src["keyspace"], tbl))
         .otherwise(F.concat_ws(".", db, sch, tbl))
     )
     # "<server>.<rest>.Envelope" / topic "<server>.<rest>" when the source names no table
@@ -214,8 +215,11 @@ def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tu
     )
     src = F.col("source")
     flavour = _flavour(src, F.col("value_schema"))
-    source_ts = F.coalesce(src["ts_ms"].try_cast("bigint"), F.try_multiply(src["ts_sec"].try_cast("bigint"), F.lit(1000)))
-    source_ts_raw = F.coalesce(src["ts_ms"], src["ts_sec"])
+    micro = src["ts_micro"].try_cast("bigint")  # Cassandra's source time
+    micro_ms = F.expr("try_cast(source.ts_micro AS BIGINT) div 1000")
+    source_ts = F.coalesce(src["ts_ms"].try_cast("bigint"), F.try_multiply(src["ts_sec"].try_cast("bigint"), F.lit(1000)),
+                           micro_ms)
+    source_ts_raw = F.coalesce(src["ts_ms"], src["ts_sec"], micro_ms.cast("string"))
     snapshot = F.lower(F.coalesce(src["snapshot"], F.lit("false"))).isin(*SNAPSHOT_VALUES)
     pk_change = F.coalesce(
         F.exists("headers", lambda h: h["key"].isin("__debezium.oldkey", "__debezium.newkey")), F.lit(False)
@@ -248,7 +252,7 @@ def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tu
         source_ts.alias("source_ts_ms"),
         # the finest processing and source times present, in microseconds (ts_us, else ts_ns / 1000)
         F.coalesce(F.col("ts_us_raw").try_cast("bigint"), F.expr("try_cast(ts_ns_raw AS BIGINT) div 1000")).alias("ts_us"),
-        F.coalesce(src["ts_us"].try_cast("bigint"), F.expr("try_cast(source.ts_ns AS BIGINT) div 1000"))
+        F.coalesce(src["ts_us"].try_cast("bigint"), F.expr("try_cast(source.ts_ns AS BIGINT) div 1000"), micro)
         .alias("source_ts_us"),
         source_ts_raw.alias("source_ts_raw"),
         snapshot.alias("snapshot"),

@@ -1,6 +1,7 @@
-"""The snapshot fault (mixed into generator/faults.FaultPlan): a table snapshotted again after its
+"""The snapshot faults (mixed into generator/faults.FaultPlan): a table snapshotted again after its
 changes were streaming, as a connector that lost its offsets does (one re-read row is enough to
-tell; each repeat takes another table, since the rule is said once per table)."""
+tell; each repeat takes another table, since the rule is said once per table); a streamed update
+flagged as a snapshot event."""
 
 from __future__ import annotations
 
@@ -35,3 +36,9 @@ class SnapshotFaults:
                        commit_seq=g.seq, snapshot="true")
         self.label("snapshot_restarted", rec)
         return True
+
+    def _snapshot_op_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        rec = hooks["data_recs"][0]
+        src = rec.value["source"]
+        src["snapshot"] = True if isinstance(src.get("snapshot"), bool) else "true"  # dtle writes a boolean
+        self.label("snapshot_op_mismatch", rec)
