@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 RULES = (
     Rule("position_regression", "ordering", "error", "key", "source position went backwards for a key"),
-    Rule("duplicate", "ordering", "warning", "key", "the same event again (redelivery/replay)"),
+    Rule("duplicate", "ordering", "warning", "key",
+         "the same event again (redelivery/replay); a replayed snapshot read is this, not snapshot_restarted"),
     Rule("missing_create", "ordering", "warning", "key", "update/delete of a key never created in a full partition"),
     Rule("event_after_delete", "ordering", "error", "key", "update/delete after the key was deleted"),
     Rule("tombstone_without_delete", "ordering", "warning", "key", "tombstone not preceded by a delete"),

@@ -44,7 +44,9 @@ RULES = (
     Rule("invalid_avro_name", "schema", "warning", "record", "schema name is not a valid Avro full name"),
     Rule("op_missing", "schema", "error", "record", "change event without op"),
     Rule("invalid_op", "schema", "error", "record", "an op the record's connector never emits"),
-    Rule("before_after_mismatch", "schema", "error", "record", "before/after presence contradicts op"),
+    Rule("before_after_mismatch", "schema", "error", "record",
+         "before/after presence contradicts op, per connector: a delete needs before, except Cassandra's (after with "
+         "deletion_ts) and MongoDB's (no pre-image)"),
     Rule("missing_source_field", "schema", "error", "record", "a source field the connector always sends is missing"),
     Rule("key_payload_mismatch", "schema", "error", "record", "key payload differs from the row's key columns"),
     Rule("non_envelope_values", "schema", "warning", "table",

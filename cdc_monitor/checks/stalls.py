@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 RULES = (
     Rule("connector_stalled", "lag", "warning", "table",
-         "a server's heartbeat and data topics fell silent longer than the stall threshold while the capture went on"),
+         "a server's heartbeat and data topics fell silent longer than the stall threshold, then it wrote again (a silence "
+         "up to the window's end is not judged: a capture's end looks the same)"),
 )
 HEARTBEATS_PER_THRESHOLD = 5
 DEFAULT_STALL_MS = 60_000
