@@ -64,7 +64,10 @@ def main() -> None:
     from tests.support.watch_stream import run_stream, stage
 
     spark = get_spark()
-    jvm = spark.sparkContext._gateway.proc.pid
+    import os
+
+    # the driver JVM: this process's java descendant (PySpark starts it through spark-submit)
+    jvm = next(p for p in _tree(os.getpid())[1:] if _rss_and_kind(p)[1] == "jvm")
     rows: list[dict] = []
     started = time.perf_counter()
 

@@ -28,24 +28,20 @@ is skipped silently.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import hashlib
 import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-current: DriverStart | None = None  # the start of this process's driver, when it writes the archive
 LOGGING = "-Xlog:disable -Xlog:all=error:stderr"
 SMALL_INPUT = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 CLASSPATH_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
-# watch's JVM operator (cdc_monitor/java, built by scripts/build_jar.sh): every session has it in spark.jars
-OPERATOR_JAR = Path(__file__).resolve().parent / "java" / "cdc-monitor-operators.jar"
+# watch's JVM operator (cdc_monitor/java, built by scripts/build_jar.sh), one jar per Spark minor:
+# every session has the installed pyspark's in spark.jars
+JAR_FOLDER = Path(__file__).resolve().parent / "java"
+JAR_STAMP = "cdcmonitor/build.properties"
 DUMP_TIMEOUT_S = 300
 # The cache keeps the most recently used few of each kind it writes: an archive (~170 MB) per Java,
 # pyspark install and jars (a Java or pyspark upgrade, another virtualenv, a CI clone each write
@@ -56,9 +52,47 @@ ARCHIVES, ARCHIVE_PARTS = "spark-driver-*.jsa", "spark-driver-*.part"
 ZIPS, ZIP_PARTS = "cdc_monitor-*.zip", "cdc_monitor-*.zip.*.part"
 
 
+def spark_minor() -> str:
+    import pyspark
+
+    return ".".join(pyspark.__version__.split(".")[:2])
+
+
+def operator_jar() -> Path:
+    """The operator jar built for the installed pyspark's minor version (it may be missing)."""
+    return JAR_FOLDER / f"cdc-monitor-operators-spark{spark_minor()}.jar"
+
+
+def jar_spark_minor(jar: Path) -> str | None:
+    """The Spark minor ``jar`` was built against, as it records it (None: no readable record)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(jar) as zf:
+            lines = zf.read(JAR_STAMP).decode().splitlines()
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+    return next((line.split("=", 1)[1].strip() for line in lines if line.startswith("spark.minor=")), None)
+
+
+def operator_jar_problem() -> str | None:
+    """Why watch's operator cannot run on this pyspark, as a fix-it message (None: it can)."""
+    jar, minor = operator_jar(), spark_minor()
+    built = jar_spark_minor(jar) if jar.is_file() else None
+    if built == minor:
+        return None
+    have = sorted(p.name for p in JAR_FOLDER.glob("cdc-monitor-operators-spark*.jar"))
+    what = f"{jar.name} was built against Spark {built}" if jar.is_file() else f"this cdc-monitor has no {jar.name}"
+    return (f"watch's JVM operator needs a jar built for the installed pyspark {minor}, but {what} "
+            f"(it has {', '.join(have) or 'none'}): install a pyspark this cdc-monitor supports (see its README), "
+            "or build the jar for this one from the sources: bash scripts/build_jar.sh (needs a JDK)")
+
+
 def with_operator_jar(jars: str | None) -> str:
-    """A session's ``spark.jars``: the user's jars, then the operator jar."""
-    return ",".join(j for j in (jars, str(OPERATOR_JAR)) if j)
+    """A session's ``spark.jars``: the user's jars, then the operator jar for this pyspark (when
+    there is one built for it: without, everything but watch runs)."""
+    own = str(operator_jar()) if operator_jar_problem() is None else None
+    return ",".join(j for j in (jars, own) if j)
 
 
 def enabled() -> bool:
@@ -188,32 +222,18 @@ class DriverStart:
     def java_options(self) -> str:
         return " ".join(self.options)
 
-    def register(self, spark: SparkSession) -> None:
-        """When this JVM writes the archive: finish it when the process exits."""
-        global current
-        if self.dump_to is not None:
-            current = self
-            atexit.register(self.finish, spark)
-
-    def finish(self, spark: SparkSession) -> Path | None:
-        """Stop Spark, let the JVM exit and write the archive, and publish it only if it did so
-        cleanly. Returns the archive's path when one was published."""
+    def publish(self, exit_code: int) -> Path | None:
+        """After the JVM that wrote the archive exited: publish it if that JVM exited cleanly
+        (a truncated archive crashes the JVM that maps it). Returns the archive's path when one was."""
         if self.dump_to is None or self.archive is None:
             return None
         dump_to, self.dump_to = self.dump_to, None
-        proc = getattr(spark.sparkContext._gateway, "proc", None)
         published = None
         try:
-            spark.stop()
-            if proc is not None and proc.stdin is not None:
-                proc.stdin.close()  # the gateway exits on EOF; the archive is written at exit
-                rc = proc.wait(timeout=DUMP_TIMEOUT_S)
-                if rc == 0 and dump_to.is_file() and dump_to.stat().st_size > 0:
-                    os.replace(dump_to, self.archive)
-                    published = self.archive
-                    self.removed = prune(ARCHIVES, ARCHIVE_PARTS, KEPT_ARCHIVES, current=published)
-        except Exception:
-            published = None
+            if exit_code == 0 and dump_to.is_file() and dump_to.stat().st_size > 0:
+                os.replace(dump_to, self.archive)
+                published = self.archive
+                self.removed = prune(ARCHIVES, ARCHIVE_PARTS, KEPT_ARCHIVES, current=published)
         finally:
             with contextlib.suppress(OSError):
                 dump_to.unlink()
@@ -224,28 +244,37 @@ class DriverStart:
 
 
 def warm_up() -> tuple[Path | None, float, list[Path]]:
-    """Write the archive now (``cdc-monitor warm-up``): scan a small generated faulty capture of
-    one flavour in a JVM that writes the archive at its exit; tidy the cache (older archives and
-    package zips beyond those kept). Returns (archive or None, seconds, the files removed)."""
+    """Write the archive now (``cdc-monitor warm-up``): Spark's own ``spark-submit`` runs a scan of
+    a small generated faulty capture (``cdc_monitor/warm_scan.py``) in a driver JVM that writes the
+    archive at its exit; this process waits for that JVM, so the archive is complete when it is
+    published. Tidies the cache (older archives and package zips beyond those kept). Returns
+    (archive or None, seconds, the files removed)."""
+    import subprocess
+    import sys
     import tempfile
     import time
 
-    from cdc_monitor.config import ScanConfig
-    from cdc_monitor.generator import generate
-    from cdc_monitor.generator.capture import write_capture
-    from cdc_monitor.pipeline import run_scan
-    from cdc_monitor.sources.capture import read_capture
-    from cdc_monitor.spark import get_spark
+    import pyspark
+
+    from cdc_monitor.spark import LOCAL_DEFAULTS
 
     started = time.time()
-    with tempfile.TemporaryDirectory(prefix="cdc-monitor-warm-up-") as tmp:
-        paths = []
-        for flavour in ("postgresql",):
-            path = Path(tmp) / f"{flavour}.jsonl"
-            write_capture(generate(flavour, events=120, seed=3, faults=True), path)
-            paths.append(str(path))
-        spark = get_spark(small_input=True, write_archive=True)
-        run_scan(read_capture(spark, paths), ScanConfig())
-        archive = current.finish(spark) if current is not None else None
-    removed = (current.removed if current is not None else []) + prune(ZIPS, ZIP_PARTS, KEPT_ZIPS)
+    settings = {"spark.jars": with_operator_jar(None)}
+    start = DriverStart(small_input=True, settings=settings, force_dump=True)
+    archive = None
+    if start.dump_to is not None:
+        submit = Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
+        script = Path(__file__).resolve().parent / "warm_scan.py"
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+               "SPARK_LOCAL_IP": "127.0.0.1"}
+        env.pop("SPARK_HOME", None)  # pyspark's own Spark, whose classes the archive is keyed by
+        with tempfile.TemporaryDirectory(prefix="cdc-monitor-warm-up-") as tmp:
+            log = Path(tmp) / "spark-submit.log"
+            with log.open("wb") as out:
+                rc = subprocess.run([str(submit), "--master", "local[2]", "--driver-memory", LOCAL_DEFAULTS["spark.driver.memory"],
+                                     "--driver-java-options", start.java_options, "--jars", settings["spark.jars"],
+                                     str(script), tmp], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                    timeout=DUMP_TIMEOUT_S, check=False).returncode
+            archive = start.publish(rc)
+    removed = start.removed + prune(ZIPS, ZIP_PARTS, KEPT_ZIPS)
     return archive, time.time() - started, removed

@@ -6,16 +6,16 @@ Local mode binds to loopback, turns the UI off and keeps shuffles small. On a cl
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cdc_monitor.engine import jvm_calls, pure_calls
 from cdc_monitor.errors import EnvironmentProblem
 from cdc_monitor.jvm import SMALL_INPUT, with_operator_jar
 
@@ -86,16 +86,16 @@ def _check_java() -> None:
     )
 
 
-def _driver_start(settings: dict[str, str], small_input: bool, write_archive: bool) -> DriverStart | None:
+def _driver_start(settings: dict[str, str], small_input: bool) -> DriverStart | None:
     """JVM options for a driver this process is about to launch (none when a JVM already runs:
     an active session, or a process spark-submit started)."""
-    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
 
     from cdc_monitor.jvm import DriverStart
 
-    if SparkContext._active_spark_context is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
+    if SparkSession.getActiveSession() is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
         return None
-    start = DriverStart(small_input=small_input, settings=settings, force_dump=write_archive)
+    start = DriverStart(small_input=small_input, settings=settings)
     own = settings.get("spark.driver.extraJavaOptions", "")
     settings["spark.driver.extraJavaOptions"] = f"{start.java_options} {own}".strip()  # the user's flags win
     return start
@@ -110,36 +110,49 @@ def jvm_log_dir() -> Path:
     return cache_dir() / "logs"
 
 
-def _launch_driver_jvm(master: str, settings: dict[str, str]) -> None:
-    """Start the driver JVM (when this process starts one) with its stderr in a log file: the JVM's
-    and log4j's banners and Spark's warnings stay off the user's terminal, which shows
-    cdc-monitor's own lines only. The newest logs are kept in ``<cache>/logs``; errors name the
-    file. ``CDC_MONITOR_DEBUG=1`` leaves everything on the terminal."""
-    from pyspark import SparkConf, SparkContext
-    from pyspark.java_gateway import launch_gateway
-
-    if os.environ.get("CDC_MONITOR_DEBUG") or SparkContext._gateway is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
-        return
+def _driver_log() -> Path | None:
+    """A log file for the driver JVM this process is about to start (None: leave its output on the
+    terminal, as ``CDC_MONITOR_DEBUG=1`` asks or when no cache folder is writable). The newest
+    logs are kept in ``<cache>/logs``; errors name the file."""
+    if os.environ.get("CDC_MONITOR_DEBUG"):
+        return None
     folder = jvm_log_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for old in sorted(folder.glob("driver-*.log"))[:-KEPT_JVM_LOGS]:
             old.unlink(missing_ok=True)
-        log = (folder / f"driver-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log").open("ab")
+        log = folder / f"driver-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
+        log.touch()
     except OSError:
-        return  # no writable cache: the JVM writes to the terminal as before
-    conf = SparkConf(loadDefaults=False).setMaster(master).setAppName("cdc-monitor").setAll(list(settings.items()))
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": log})
-    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
-    os.environ["CDC_MONITOR_JVM_LOG"] = log.name
+        return None
+    os.environ["CDC_MONITOR_JVM_LOG"] = str(log)
+    return log
+
+
+@contextlib.contextmanager
+def _stderr_to(log: Path | None) -> Iterator[None]:
+    """While the driver JVM starts, this process's standard error is ``log``: the JVM inherits it
+    (its launcher's warnings, log4j's lines), and the user's terminal shows cdc-monitor's own
+    lines only. Plain file descriptors: the JVM is PySpark's child process."""
+    if log is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with log.open("ab") as out:
+            os.dup2(out.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
-              small_input: bool = False, write_archive: bool = False, micro_batches: bool = False) -> SparkSession:
+              small_input: bool = False, micro_batches: bool = False) -> SparkSession:
     """Return the active session or build one with local defaults overridden by ``conf``.
     ``small_input``: the run's input is known to be small; ``micro_batches``: a streaming query
-    of small batches (watch); ``write_archive``: this driver writes
-    the JVM's class archive at exit even if one exists (see cdc_monitor/jvm.py)."""
+    of small batches (watch)."""
     _check_java()
     master = master or os.environ.get("CDC_MONITOR_SPARK_MASTER") or "local[*]"
     local = master.startswith("local")
@@ -152,7 +165,6 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    jvm_calls.numpy_converters_on_demand()  # before the first JVM call (pandas imported only if needed)
     builder = SparkSession.builder.appName("cdc-monitor").master(master)
     settings = dict(LOCAL_DEFAULTS) if local else dict(CLUSTER_DEFAULTS)
     if small_input and not local:
@@ -166,18 +178,16 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
         # PySpark tells executors which Python to run from this variable (the setting itself is
         # read only by spark-submit), so the config file's choice must reach it
         os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
-    start = _driver_start(settings, small_input, write_archive)
-    _launch_driver_jvm(master, settings)
+    start = _driver_start(settings, small_input)
+    log = _driver_log() if start is not None else None
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    jvm_calls.install()  # one py4j round trip per column function instead of three
-    pure_calls.install()  # and none for a column built before (watch batches, repeated scans)
-    if start is not None:
-        start.register(spark)
+    with _stderr_to(log):
+        spark = builder.getOrCreate()
     if not local:
         spark.sparkContext.addPyFile(str(package_zip()))
-    spark.sparkContext.setLogLevel(os.environ.get("CDC_MONITOR_SPARK_LOG_LEVEL", "FATAL"))
+    # Spark's warnings go to the driver's log file where it has one, and are kept off a terminal
+    spark.sparkContext.setLogLevel(os.environ.get("CDC_MONITOR_SPARK_LOG_LEVEL", "WARN" if log else "FATAL"))
     return spark
 
 

@@ -7,8 +7,6 @@ import os
 import pytest
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-# every plan watch reuses for a batch is checked against the plan built for that batch (engine/plans.py)
-os.environ.setdefault("CDC_MONITOR_PLAN_REUSE", "verify")
 
 # the longest tests start first, so two xdist workers finish together rather than one waiting
 # out a long test started last

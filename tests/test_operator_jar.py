@@ -1,5 +1,6 @@
-"""The committed operator jar is what its Java sources build to (scripts/build_jar.sh is reproducible):
-a change to the sources without a rebuilt jar fails here, not in a user's watch."""
+"""The committed operator jar for the installed pyspark is what its Java sources build to
+(scripts/build_jar.sh is reproducible): a change to the sources without a rebuilt jar fails here,
+not in a user's watch. A jar built for another Spark minor is refused before Spark starts."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cdc_monitor.jvm import OPERATOR_JAR
+from cdc_monitor import jvm
+from cdc_monitor.jvm import operator_jar
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,7 +21,28 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_committed_jar_is_built_from_the_java_sources(tmp_path):
     built = tmp_path / "operators.jar"
     subprocess.run(["bash", str(ROOT / "scripts" / "build_jar.sh"), str(built)], check=True, capture_output=True, timeout=300)
-    with zipfile.ZipFile(built) as fresh, zipfile.ZipFile(OPERATOR_JAR) as committed:
+    with zipfile.ZipFile(built) as fresh, zipfile.ZipFile(operator_jar()) as committed:
         assert sorted(fresh.namelist()) == sorted(committed.namelist())
         for name in fresh.namelist():
             assert fresh.read(name) == committed.read(name), f"{name} differs: run bash scripts/build_jar.sh and commit the jar"
+
+
+def test_the_jar_records_the_spark_minor_it_was_built_against():
+    import pyspark
+
+    assert jvm.jar_spark_minor(operator_jar()) == ".".join(pyspark.__version__.split(".")[:2])
+    assert jvm.operator_jar_problem() is None
+    assert str(operator_jar()) in jvm.with_operator_jar("a.jar").split(",")
+
+
+def test_a_jar_built_for_another_spark_is_refused_with_the_fix(tmp_path, monkeypatch):
+    folder = tmp_path / "java"
+    folder.mkdir()
+    with zipfile.ZipFile(folder / operator_jar().name, "w") as zf:
+        zf.writestr(jvm.JAR_STAMP, "spark.minor=3.9\n")
+    monkeypatch.setattr(jvm, "JAR_FOLDER", folder)
+    problem = jvm.operator_jar_problem()
+    assert problem is not None and "built against Spark 3.9" in problem and "scripts/build_jar.sh" in problem
+    assert jvm.with_operator_jar("a.jar") == "a.jar"  # scan still runs; watch refuses
+    (folder / operator_jar().name).unlink()
+    assert "has no cdc-monitor-operators-spark" in (jvm.operator_jar_problem() or "")

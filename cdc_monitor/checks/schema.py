@@ -22,7 +22,7 @@ from cdc_monitor.checks.findings import MAX_OFFSETS, RecordRule, dynamic_finding
 from cdc_monitor.checks.mongo_ids import mongo_id
 from cdc_monitor.checks.variant_shape import ShapeSyntaxError, field_problems, parse_shape
 from cdc_monitor.decoding.events import non_envelope
-from cdc_monitor.engine.facts import fact_lookup, fact_text
+from cdc_monitor.engine.facts import fact_lookup
 from cdc_monitor.vocabulary import (
     ALLOWED_OPS,
     DELETE_KEEPS_AFTER,
@@ -275,7 +275,7 @@ def _problem_rows(problems: dict[str, list[tuple[str, str]]], checks_by_hash: di
     integers merged into its type_mismatch (one finding per record and rule)."""
     entry = "struct<rule:string,message:string>"
     pair = F.concat_ws("|", F.col("hash").cast("string"), "shape", *(["topic"] if by_topic else []))
-    probs = fact_lookup(f"schema_problems:{label}", _problem_map(problems), pair, f"array<{entry}>")
+    probs = fact_lookup(_problem_map(problems), pair, f"array<{entry}>")
     if not checks_by_hash:
         return probs
     ranged = _out_of_range(checks_by_hash)
@@ -308,18 +308,6 @@ class ShapeVerdicts:
 
     problems: dict[str, dict[str, list[tuple[str, str]]]] = field(default_factory=dict)
     ranged: dict[str, dict[int, list[FieldCheck]]] = field(default_factory=dict)
-
-    def texts(self) -> dict[str, str]:
-        """The literal texts the findings' plan holds (``fact_text``), by name."""
-        return {f"schema_problems:{label}": fact_text(f"schema_problems:{label}", _problem_map(self.problems.get(label, {})))
-                for _, label in SIDES}
-
-    def plan_key(self) -> tuple:
-        """What the findings' plan is built from besides those texts: per side, whether it has
-        findings to look for, and the fields whose range each schema checks."""
-        return tuple((label, bool(self.problems.get(label)), tuple(
-            (h, tuple((c.path, c.type, c.unwrap, c.int_range) for c in checks))
-            for h, checks in sorted(self.ranged.get(label, {}).items()))) for _, label in SIDES)
 
 
 def judge_shapes(events: DataFrame) -> ShapeVerdicts:

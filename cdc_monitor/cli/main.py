@@ -13,7 +13,7 @@ import click
 from cdc_monitor import __version__
 from cdc_monitor.cli.help import epilog
 from cdc_monitor.cli.kafka_flags import apply_format_flags, format_flags, kafka_flags, pop_kafka_flags
-from cdc_monitor.errors import EXIT_CANNOT_RUN, EXIT_FINDINGS, EXIT_OK, CdcMonitorError, UsageError
+from cdc_monitor.errors import EXIT_CANNOT_RUN, EXIT_FINDINGS, EXIT_OK, CdcMonitorError, EnvironmentProblem, UsageError
 
 
 class _Group(click.Group):
@@ -327,9 +327,12 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
                              topic_partitions=tuple((t, existing[t]) for t in chosen))
     click.echo(f"cdc-monitor watch: {len(chosen)} topic(s): {', '.join(chosen[:8])}{' ...' if len(chosen) > 8 else ''}",
                err=True)
+    from cdc_monitor.jvm import operator_jar_problem
     from cdc_monitor.spark import get_spark
     from cdc_monitor.watch.runner import Watcher, WatchOptions
 
+    if problem := operator_jar_problem():  # before Spark starts
+        raise EnvironmentProblem(problem)
     spark = get_spark(cfg.spark_master, cfg.spark_conf, micro_batches=True)
     watcher = Watcher(spark, WatchOptions(options, Path(checkpoint).resolve(), interval_ms / 1000, host or "0.0.0.0",
                                           int(port), job, settings))

@@ -4,9 +4,8 @@ transaction and ordering checks need. Checks receive these as literals: no extra
 broadcast per fact (each was a Spark job or a shuffle before).
 
 Each per-server or per-partition fact reaches a plan as one JSON text literal parsed into a map
-(``fact_lookup``; Spark folds the parse into a map literal before the plan runs). The text names
-its fact, so a plan built for one window can be given the next window's facts by replacing those
-texts (``engine/plans.py``: watch reuses a batch's plan for the next one)."""
+(``fact_lookup``; Spark folds the parse into a map literal before the plan runs): one literal
+however many entries, where a ``create_map`` of literals is a column expression per entry."""
 
 from __future__ import annotations
 
@@ -71,32 +70,21 @@ class WindowFacts:
             "txn_hi": ({k: v[1] for k, v in self.txn_span.items()}, "bigint"),
         }
 
-    def texts(self) -> dict[str, str]:
-        """The literal text of every fact, by name (what a plan built over these facts holds)."""
-        return {name: fact_text(name, mapping) for name, (mapping, _) in self.maps().items()}
-
     def lookup(self, name: str, key: Column, default: Column | None = None) -> Column:
         """Per record: fact ``name`` for ``key`` (null, or ``default``, when absent)."""
         mapping, typ = self.maps()[name]
-        return fact_lookup(name, mapping, key, typ, default)
+        return fact_lookup(mapping, key, typ, default)
 
     def from_start(self) -> Column:
         """Per record: was its partition read from offset 0 without gaps (false when unknown)."""
         return self.lookup("from_start", F.concat_ws("|", F.col("topic"), F.col("partition").cast("string")), F.lit(False))
 
 
-FACT_MARK = "\u0000fact:"  # a key no record has: it names the fact inside its text
-
-
-def fact_text(name: str, mapping: dict[str, Any]) -> str:
-    """``mapping`` as JSON, with a first key naming the fact: the same mapping under another name is another text."""
-    return json.dumps({FACT_MARK + name: None, **{str(k): v for k, v in mapping.items()}}, separators=(",", ":"))
-
-
-def fact_lookup(name: str, mapping: dict[str, Any], key: Column, typ: str, default: Column | None = None) -> Column:
-    """``mapping[key]``, ``mapping`` parsed from its text (``fact_text``) into a map of values of type
-    ``typ``; null, or ``default``, when absent."""
-    value = F.element_at(F.from_json(F.lit(fact_text(name, mapping)), f"map<string,{typ}>"), key)
+def fact_lookup(mapping: dict[str, Any], key: Column, typ: str, default: Column | None = None) -> Column:
+    """``mapping[key]``, ``mapping`` given to the plan as JSON text parsed into a map of values of
+    type ``typ``; null, or ``default``, when absent."""
+    text = json.dumps({str(k): v for k, v in mapping.items()}, separators=(",", ":"))
+    value = F.element_at(F.from_json(F.lit(text), f"map<string,{typ}>"), key)
     return F.coalesce(value, default) if default is not None else value
 
 

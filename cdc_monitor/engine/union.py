@@ -1,10 +1,10 @@
-"""Unions of many frames, planned once.
+"""Unions of many frames, by name.
 
-``a.unionByName(b)`` is a new DataFrame whose whole plan Spark analyzes again (renaming the
-attributes of every relation both sides share: the checks all read the same cached events). The
-findings of a scan are a union of ~17 frames, so a chain of binary unions re-analyzed a growing
-plan 17 times: 24 unions cost 1.5-1.65 s of a warm 8.4-9.2 s scan of a 400-event capture
-(measured on 2 cores). ``union_all`` builds one n-ary ``Union`` of all of them, analyzed once.
+The checks' findings are a union of ~17-24 frames of one column list. ``union_all`` aligns each
+frame to that list and chains ``union``: Spark flattens the chain into one ``Union`` node, and
+each step analyzes only what is new (measured against one ``UNION ALL`` statement over the frames
+as temp views, ``spark.sql(text, **frames)``: 24 frames of 13 columns planned in 0.26-0.37 s
+chained vs 0.55-0.79 s as SQL, warm, 2 cores).
 """
 
 from __future__ import annotations
@@ -23,38 +23,10 @@ def union_all(frames: Sequence[DataFrame], columns: Sequence[str] | None = None)
         raise ValueError("union_all needs at least one frame")
     names = list(columns if columns is not None else frames[0].columns)
     aligned = [f.select(*names) if f.columns != names else f for f in frames]
-    if len(aligned) == 1:
-        return aligned[0]
-    spark = aligned[0].sparkSession
-    if all(hasattr(f, "_jdf") for f in aligned):  # classic PySpark: one plan node, one analysis
-        from py4j.protocol import Py4JError
-
-        first = [(f.name, f.dataType) for f in aligned[0].schema.fields]
-        same = all([(f.name, f.dataType) for f in frame.schema.fields] == first for frame in aligned[1:])
-        try:
-            return _nary(spark, aligned, same)
-        except (Py4JError, ImportError, AttributeError):  # a Spark without these internals: the chain below
-            pass
     out = aligned[0]
     for frame in aligned[1:]:
-        out = out.unionByName(frame)
+        out = out.union(frame)
     return out
-
-
-def _nary(spark, frames: Sequence[DataFrame], same_types: bool = False) -> DataFrame:
-    """One ``Union`` node over the frames' analyzed plans. Where every frame has the same column
-    types nothing is left to analyze (no type to widen; each child is analyzed), so the node is
-    marked analyzed: Spark's analysis and checks of the whole plan again cost ~0.1 s per union of
-    a watch batch's findings (four per batch)."""
-    from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
-
-    jvm = spark._jvm
-    plans = jvm.org.apache.spark.api.python.PythonUtils.toSeq([f._jdf.queryExecution().analyzed() for f in frames])
-    union = jvm.org.apache.spark.sql.catalyst.plans.logical.Union(plans, False, False)
-    if same_types:
-        union.setAnalyzed()
-    datasets = getattr(getattr(jvm.org.apache.spark.sql.classic, "Dataset$"), "MODULE$")
-    return ClassicFrame(datasets.ofRows(spark._jsparkSession, union), spark)
 
 
 def narrow_union(frame: DataFrame, one_partition: bool = False) -> DataFrame:

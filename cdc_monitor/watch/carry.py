@@ -46,7 +46,7 @@ from pyspark.sql import functions as F
 from cdc_monitor.checks.lag import with_lag
 from cdc_monitor.decoding import decode_records
 from cdc_monitor.errors import EnvironmentProblem
-from cdc_monitor.jvm import OPERATOR_JAR
+from cdc_monitor.jvm import operator_jar, operator_jar_problem
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -297,9 +297,9 @@ def key_history(fed: DataFrame, cfg: CarrySettings) -> DataFrame:
     except TypeError as exc:  # py4j: a class not on the driver's classpath is a JavaPackage, not callable
         if "JavaPackage" not in str(exc):
             raise
-        raise EnvironmentProblem(
+        raise EnvironmentProblem(operator_jar_problem() or (
             f"{OPERATOR_CLASS} is not on the Spark driver's classpath: start Spark through cdc-monitor "
-            f"(it adds {OPERATOR_JAR} to spark.jars), or pass that jar with --jars to spark-submit") from None
+            f"(it adds {operator_jar()} to spark.jars), or pass that jar with --jars to spark-submit")) from None
     return ClassicFrame(jdf, spark)
 
 

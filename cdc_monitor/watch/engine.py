@@ -18,14 +18,12 @@ first-seen times (``watch/state.py``): a few kilobytes whatever the number of ke
 from __future__ import annotations
 
 import copy
-import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from cdc_monitor.avro.registry import RegistrySettings
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.checks.findings import FINDING_COLUMNS
 from cdc_monitor.checks.lag import lag_row_ms
@@ -39,7 +37,6 @@ from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import heartbeats
 from cdc_monitor.engine.collect import read_tagged, tag_all
 from cdc_monitor.engine.facts import WindowFacts, census_frame, facts_from_rows
-from cdc_monitor.engine.plans import PlanTemplates
 from cdc_monitor.engine.union import narrow_union, union_all
 from cdc_monitor.watch.carry import (
     CANDIDATE,
@@ -76,7 +73,6 @@ NARROW_FROM_ROWS = 5_000
 # ~1k records 2.0 s in one partition vs 2.9 s spread, ~3k 3.3-3.6 vs 3.7-4.9 s, ~6k even, ~11k 8.8-11.5
 # vs 6.8-7.3 s).
 ONE_PARTITION_ROWS = 6_000
-PLANS = PlanTemplates()  # the decoding and checks plans of each shape of batch, built once per process
 
 
 @dataclass
@@ -193,19 +189,8 @@ class _Clock:
         self.mark = now
 
 
-def _settings_key(settings: WatchSettings) -> str:
-    """The settings, as part of a plan's key (hashed: they can hold credentials)."""
-    return hashlib.sha256(repr(settings).encode()).hexdigest()
-
-
 def _decoded(out: DataFrame, settings: WatchSettings, cache: FrameCache) -> DataFrame:
-    """``_events``, its plan built once per process (engine/plans.py) unless the records' Avro
-    schemas come from a registry (the plan then holds the schemas the batch names)."""
-    cfg = settings.scan
-    if RegistrySettings.from_conf(cfg.schema_registry) is not None:
-        return _events(out, cfg, cache)
-    frame, _ = PLANS.frame(("decode", _settings_key(settings)), [out], {}, lambda: (_events(out, cfg, cache), None), cache)
-    return frame
+    return _events(out, settings.scan, cache)
 
 
 def _events(out: DataFrame, cfg: ScanConfig, cache: FrameCache) -> DataFrame:
@@ -236,13 +221,7 @@ def _check(out: DataFrame, events: DataFrame, decoded: DataFrame | None, state: 
     shapes = None
     if facts.has_embedded_schemas:  # a job: the batch's distinct shapes, judged (their verdicts are facts)
         shapes = judge_shapes((decoded if decoded is not None else events).where("is_new"))
-    # the plan's shape: what it is built from besides its checkpoints and facts (engine/plans.py)
-    shape = ("checks", _settings_key(settings), facts.has_transactions, facts.has_embedded_schemas,
-             facts.has_schema_changes, facts.has_snapshot_events, cache.one_partition, decoded is not None,
-             shapes.plan_key() if shapes is not None else None)
-    tagged, columns = PLANS.frame(shape, [out, events, *([decoded] if decoded is not None else [])],
-                                  facts.texts() | (shapes.texts() if shapes is not None else {}),
-                                  lambda: _plan(out, events, decoded, facts, shapes, settings, cache), cache)
+    tagged, columns = _plan(out, events, decoded, facts, shapes, settings, cache)
     clock("plan checks")
     got = read_tagged(tagged.collect(), columns, 0)
     clock("checks")

@@ -1,4 +1,4 @@
-"""One n-ary union instead of a chain of binary ones (each of which analyzed the plan again): the
+"""A union of many frames matched by name: the
 same rows and types as unionByName, columns matched by name. Its cost is measured in
 benchmarks, not here."""
 

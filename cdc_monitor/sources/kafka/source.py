@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 READERS = ("python", "spark", "auto")
-_SPARK_KAFKA_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+MISSING_SOURCE = ("KAFKA_DATA_SOURCE_NOT_ENABLED", "DATA_SOURCE_NOT_FOUND")
 
 
 def register(spark: SparkSession) -> None:
@@ -32,12 +32,15 @@ def register(spark: SparkSession) -> None:
 
 
 def spark_kafka_available(spark: SparkSession) -> bool:
-    """True when Spark's own Kafka connector (spark-sql-kafka) is on the classpath."""
+    """True when Spark's own Kafka connector (spark-sql-kafka) is on the classpath: asked of Spark's
+    reader, which names a missing connector by its error condition (no data is read: without a
+    topic the connector refuses its options)."""
     try:
-        spark._jvm.org.apache.spark.util.Utils.classForName(_SPARK_KAFKA_CLASS, True, False)  # type: ignore[union-attr]
-        return True
-    except Exception:
-        return False
+        spark.read.format("kafka").load()
+    except Exception as err:  # which error it is, is the answer
+        condition = getattr(err, "getCondition", None)
+        return not (callable(condition) and condition() in MISSING_SOURCE)
+    return True
 
 
 def spark_reader_options(opts: KafkaOptions, ranges: list[OffsetRange]) -> dict[str, str]:
