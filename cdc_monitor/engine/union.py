@@ -22,11 +22,10 @@ def union_all(frames: Sequence[DataFrame], columns: Sequence[str] | None = None)
     if not frames:
         raise ValueError("union_all needs at least one frame")
     names = list(columns if columns is not None else frames[0].columns)
-    aligned = [f.select(*names) if f.columns != names else f for f in frames]
-    out = aligned[0]
-    for frame in aligned[1:]:
-        out = out.union(frame)
-    return out
+    level = [f.select(*names) if f.columns != names else f for f in frames]
+    while len(level) > 1:  # pairwise: each union analyzes its two halves' plans, log2(n) levels deep
+        level = [level[i].union(level[i + 1]) if i + 1 < len(level) else level[i] for i in range(0, len(level), 2)]
+    return level[0]
 
 
 def narrow_union(frame: DataFrame, one_partition: bool = False) -> DataFrame:
