@@ -272,6 +272,7 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
 @click.option("--transaction-topic", help="Transaction topic name (default: '<prefix>.transaction' of the topics).")
 @click.option("-X", "--kafka-option", "kafka_option", multiple=True, metavar="KEY=VALUE", help="librdkafka setting.")
 @click.option("--listen", default="127.0.0.1:9464", show_default=True, help="HOST:PORT serving /metrics.")
+@click.option("--web-config", type=click.Path(), help="Exporter-toolkit web config: TLS and basic auth for /metrics.")
 @click.option("--checkpoint", default="cdc-monitor-checkpoint", show_default=True, type=click.Path(),
               help="Folder for Spark's offsets and cdc-monitor's state (restarts resume from it).")
 @click.option("--interval", default="30s", show_default=True, help="Micro-batch interval.")
@@ -288,13 +289,14 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
 @click.option("--schema-registry", "schema_registry_url", metavar="URL",
               help="Schema Registry for Avro keys and values in the wire format (credentials: CDC_MONITOR_SCHEMA_REGISTRY_*).")
 def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | None, kafka_option: tuple[str, ...],
-          listen: str, checkpoint: str, interval: str, grace: str, starting_offsets: str,
+          listen: str, web_config: str | None, checkpoint: str, interval: str, grace: str, starting_offsets: str,
           max_offsets_per_trigger: int | None, key_ttl: str, job: str, config_file: str | None,
           lag_threshold: str | None, spark_master: str | None, schema_registry_url: str | None) -> None:
     """Monitor continuously: all checks on every micro-batch, metrics on /metrics, until SIGTERM."""
     from pathlib import Path
 
     from cdc_monitor.config import parse_duration_ms
+    from cdc_monitor.sinks.web_config import load_web_config
     from cdc_monitor.sources.inputs import KafkaFlags
     from cdc_monitor.sources.kafka.client import BrokerInspector
     from cdc_monitor.sources.kafka.options import KafkaOptions
@@ -303,6 +305,7 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
     from cdc_monitor.watch.state import StateStore
 
     StateStore.check(Path(checkpoint))  # a checkpoint of an earlier format: exit 2 before Spark starts
+    web = load_web_config(web_config) if web_config else None  # so is a web config that cannot serve
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
     cfg = apply_format_flags({"schema_registry_url": schema_registry_url, "avro_json": None}, cfg)
     host, sep, port = listen.rpartition(":")
@@ -335,7 +338,7 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
         raise EnvironmentProblem(problem)
     spark = get_spark(cfg.spark_master, cfg.spark_conf, micro_batches=True)
     watcher = Watcher(spark, WatchOptions(options, Path(checkpoint).resolve(), interval_ms / 1000, host or "0.0.0.0",
-                                          int(port), job, settings))
+                                          int(port), job, settings, web_config=web))
     sys.exit(watcher.run())
 
 

@@ -29,6 +29,7 @@ from cdc_monitor.vocabulary import TX_STATUSES as WINDOW_TX_STATUSES
 
 if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult
+    from cdc_monitor.sinks.web_config import WebConfig
 
 QUANTILES = (("0.5", "p50_ms"), ("0.95", "p95_ms"), ("0.99", "p99_ms"), ("1", "max_ms"))
 KNOWN_OPS = frozenset(OPS)  # other op values are grouped: labels stay bounded
@@ -275,14 +276,16 @@ def push(snapshot: MetricsSnapshot, gateway: str, timeout: float = 10.0) -> list
 class MetricsServer:
     """/metrics on HOST:PORT over a collector whose snapshot ``update`` swaps (watch's exporter)."""
 
-    def __init__(self, host: str, port: int, snapshot: MetricsSnapshot | None = None) -> None:
-        from prometheus_client import start_http_server
+    def __init__(self, host: str, port: int, snapshot: MetricsSnapshot | None = None,
+                 web_config: WebConfig | None = None) -> None:
+        from cdc_monitor.sinks.metrics_http import serve
 
         self.registry = CollectorRegistry(auto_describe=False)
         self.collector = SnapshotCollector(snapshot)
         self.registry.register(self.collector)
+        self.scheme = "https" if web_config is not None and web_config.tls else "http"
         try:
-            self.server, self.thread = start_http_server(port, addr=host, registry=self.registry)
+            self.server = serve(host, port, self.registry, web_config)
         except OSError as err:
             raise InputError(f"cannot listen on {host}:{port} ({err.strerror}): choose another --listen") from None
         self.port = self.server.server_port

@@ -25,6 +25,8 @@ from cdc_monitor.watch.state import StateStore, WatchState
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from cdc_monitor.sinks.web_config import WebConfig
+
 TOTAL_LABELS = {"events": ("server", "table", "op"), "transactions": ("server", "status"),
                 "findings": ("server", "table", "check", "rule", "severity")}
 
@@ -39,6 +41,7 @@ class WatchOptions:
     job: str
     settings: WatchSettings
     max_failures: int = 0  # 0: retry forever
+    web_config: WebConfig | None = None  # TLS and basic auth for /metrics (sinks/web_config.py)
 
 
 def driver_rss() -> float:
@@ -78,10 +81,10 @@ class Watcher:
         self.query = None
         self.store_size: dict[str, float] = {}
         self.applied = 0  # batches this process applied
-        self.server = MetricsServer(opts.host, opts.port, self.snapshot())
-        self.log(f"cdc-monitor watch: serving http://{opts.host}:{self.server.port}/metrics; checkpoint {opts.checkpoint}; "
-                 f"resuming after batch {self.state.batch_id}" if self.state.batch_id >= 0 else
-                 f"cdc-monitor watch: serving http://{opts.host}:{self.server.port}/metrics; new checkpoint {opts.checkpoint}")
+        self.server = MetricsServer(opts.host, opts.port, self.snapshot(), opts.web_config)
+        url = f"{self.server.scheme}://{opts.host}:{self.server.port}/metrics"
+        self.log(f"cdc-monitor watch: serving {url}; checkpoint {opts.checkpoint}; resuming after batch {self.state.batch_id}"
+                 if self.state.batch_id >= 0 else f"cdc-monitor watch: serving {url}; new checkpoint {opts.checkpoint}")
 
     def snapshot(self) -> MetricsSnapshot:
         last = None if self.idle else self.last

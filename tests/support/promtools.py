@@ -40,11 +40,13 @@ def start_pushgateway(root: Path) -> Server:
                   root / "pushgateway.log")
 
 
-def start_prometheus(root: Path, targets: list[str], rule_files: list[str]) -> Server:
+def start_prometheus(root: Path, targets: list[str], rule_files: list[str], scrape_extra: list[dict] | None = None) -> Server:
+    """``scrape_extra``: per target, more of its scrape configuration (scheme, basic_auth, tls_config...)."""
     port = free_port()
     config = root / "prometheus.yml"
-    scrape = [{"job_name": f"t{i}", "honor_labels": True, "scrape_interval": "1s", "static_configs": [{"targets": [t]}]}
-              for i, t in enumerate(targets)]
+    extra = scrape_extra or [{} for _ in targets]
+    scrape = [{"job_name": f"t{i}", "honor_labels": True, "scrape_interval": "1s", "static_configs": [{"targets": [t]}], **x}
+              for i, (t, x) in enumerate(zip(targets, extra, strict=True))]
     config.write_text(json.dumps({"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
                                   "rule_files": rule_files, "scrape_configs": scrape}))
     return Server([binary("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={root / 'data'}",
