@@ -171,3 +171,23 @@ def test_help_shows_two_examples_and_the_exit_codes(verb):
     assert sum(f"cdc-monitor {' '.join(verb)}" in line for line in examples.splitlines()) == 2
     codes = proc.output.split("Exit codes:")[1].splitlines()
     assert codes[1].split()[0] == "0" and codes[-1].split()[:4] == ["2", "could", "not", "run:"]
+
+
+def test_a_pushgateway_that_is_down_fails_the_push_not_the_report(spark, captures, tmp_path):
+    """The scan's report and textfile are written; the push's failure is exit 2 with one line that
+    also gives the scan's verdict (in-process, the session's Spark)."""
+    from click.testing import CliRunner
+
+    from cdc_monitor.cli.main import cli
+    from tests.support.broker import free_port
+
+    report, textfile = tmp_path / "r.json", tmp_path / "cdc.prom"
+    down = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    run = CliRunner().invoke(cli, ["scan", str(captures / "faulty.jsonl.gz"), "--output", "json", "--report-file", str(report),
+                                   "--textfile", str(textfile), "--push-gateway", down])
+    assert run.exit_code == 2, run.output
+    assert json.loads(report.read_text())["summary"]["records"] > 0
+    assert "cdc_window_findings" in textfile.read_text()
+    (line,) = [x for x in run.stderr.splitlines() if "error" in x]
+    assert f"cannot push to the Pushgateway at {down}" in line and "report was written" in line
+    assert "finding(s) at or above --fail-on error" in line and "(0 finding(s)" not in line

@@ -107,10 +107,14 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
         if textfile:
             prometheus.write_textfile(snapshot, textfile)
             out.log(f"cdc-monitor: metrics written to {textfile}")
-        if push_gateway:
-            groups = prometheus.push(snapshot, push_gateway)
-            out.log(f"cdc-monitor: metrics pushed to {push_gateway} ({len(groups)} group(s))")
     failing = result.worst_count(cfg.fail_on)
+    if push_gateway:  # last: a Pushgateway that is down loses the push, never the report or textfile
+        try:
+            groups = prometheus.push(snapshot, push_gateway)
+        except CdcMonitorError as err:
+            raise type(err)(f"{err}; the scan ran and its report was written ({failing} finding(s) at or above "
+                            f"--fail-on {cfg.fail_on}), the metrics were not pushed") from None
+        out.log(f"cdc-monitor: metrics pushed to {push_gateway} ({len(groups)} group(s))")
     out.log(f"cdc-monitor: scanned in {result.duration_seconds:.1f}s ({time.time() - started:.1f}s with Spark's "
             f"start-up); {failing} finding(s) at or above --fail-on {cfg.fail_on}")
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
