@@ -68,10 +68,9 @@ COORD = list(ROW[:3])  # topic, partition, offset
 # a dozen times); ~1.1k-record batches were ~0.5 s slower with the extra job (benchmarks.watch_batch).
 NARROW_FROM_ROWS = 5_000
 # A batch of up to this many operator rows is checked in one partition (engine/cache.py), unless the
-# scan setting ``one_partition_rows`` says fewer. Lower than a scan's 25,000: a batch reuses its plans,
-# so only running them counts, and one task leaves a core idle (benchmarks.watch_batch, warm, 2 cores:
-# ~1k records 2.0 s in one partition vs 2.9 s spread, ~3k 3.3-3.6 vs 3.7-4.9 s, ~6k even, ~11k 8.8-11.5
-# vs 6.8-7.3 s).
+# scan setting ``one_partition_rows`` says fewer. Lower than a scan's 25,000: one task leaves a core
+# idle (benchmarks.watch_batch, warm, 2 cores, measured when batches reused their plans: ~1k records
+# 2.0 s in one partition vs 2.9 s spread, ~3k 3.3-3.6 vs 3.7-4.9 s, ~6k even, ~11k 8.8-11.5 vs 6.8-7.3 s).
 ONE_PARTITION_ROWS = 6_000
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.sinks.prometheus import MetricsServer, MetricsSnapshot
-from cdc_monitor.watch.engine import PLANS, BatchOutcome, WatchSettings, overdue, process_batch
+from cdc_monitor.watch.engine import BatchOutcome, WatchSettings, overdue, process_batch
 from cdc_monitor.watch.state import StateStore, WatchState
 
 if TYPE_CHECKING:
@@ -70,7 +70,6 @@ class Watcher:
         self.spark = spark
         self.opts = opts
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
-        self.told_plans = False
         self.store = StateStore(opts.checkpoint)
         self.state = self.store.load()
         self.failures = 0
@@ -125,9 +124,6 @@ class Watcher:
         self.log(f"cdc-monitor watch: batch {batch_id}: {outcome.records} records, {found} findings, "
                  f"{len(state.open_txns)} open transaction(s), {outcome.seconds:.1f}s ("
                  + ", ".join(f"{k} {v:.1f}s" for k, v in outcome.stages.items()) + ")")
-        if PLANS.given_up and not self.told_plans:  # once: batches still run, each planning again (slower)
-            self.told_plans = True
-            self.log(f"cdc-monitor watch: plans are built again for every batch from now on ({PLANS.why})")
         self.server.update(self.snapshot())
 
     def _read_store_size(self) -> None:
