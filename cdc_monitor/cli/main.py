@@ -100,21 +100,8 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
     result = run_scan(source_input.read(spark), cfg, progress=lambda line: out.log(f"cdc-monitor: {line}"))
     require_records(result, allow_empty, paths)
     out.report(result)
-    if push_gateway or textfile:
-        from cdc_monitor.sinks import prometheus
-
-        snapshot = prometheus.MetricsSnapshot.from_result(result, job)
-        if textfile:
-            prometheus.write_textfile(snapshot, textfile)
-            out.log(f"cdc-monitor: metrics written to {textfile}")
     failing = result.worst_count(cfg.fail_on)
-    if push_gateway:  # last: a Pushgateway that is down loses the push, never the report or textfile
-        try:
-            groups = prometheus.push(snapshot, push_gateway)
-        except CdcMonitorError as err:
-            raise type(err)(f"{err}; the scan ran and its report was written ({failing} finding(s) at or above "
-                            f"--fail-on {cfg.fail_on}), the metrics were not pushed") from None
-        out.log(f"cdc-monitor: metrics pushed to {push_gateway} ({len(groups)} group(s))")
+    out.metrics(result, job, textfile, push_gateway, f"{failing} finding(s) at or above --fail-on {cfg.fail_on}")
     out.log(f"cdc-monitor: scanned in {result.duration_seconds:.1f}s ({time.time() - started:.1f}s with Spark's "
             f"start-up); {failing} finding(s) at or above --fail-on {cfg.fail_on}")
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)

@@ -82,3 +82,24 @@ class Output:
             render_text(result, buf, width=text_width(sys.stdout) if not self.report_file else 120,
                         colour=on_terminal and not os.environ.get("NO_COLOR"))
             self._emit(buf.getvalue())
+
+    def metrics(self, result: ScanResult, job: str, textfile: str | None, gateway: str | None, verdict: str) -> None:
+        """The window's metrics to a node_exporter textfile, then pushed to a Pushgateway: last, so a
+        gateway that is down loses the push, never the report or the textfile (the error says the
+        scan's ``verdict``)."""
+        if not (textfile or gateway):
+            return
+        from cdc_monitor.errors import CdcMonitorError
+        from cdc_monitor.sinks import prometheus
+
+        snapshot = prometheus.MetricsSnapshot.from_result(result, job)
+        if textfile:
+            prometheus.write_textfile(snapshot, textfile)
+            self.log(f"cdc-monitor: metrics written to {textfile}")
+        if gateway:
+            try:
+                groups = prometheus.push(snapshot, gateway)
+            except CdcMonitorError as err:
+                raise type(err)(f"{err}; the scan ran and its report was written ({verdict}), "
+                                "the metrics were not pushed") from None
+            self.log(f"cdc-monitor: metrics pushed to {gateway} ({len(groups)} group(s))")

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf", "#393b79", "#ad494a", "#637939", "#843c39", "#7b4173", "#3182bd")
-SEVERITY_COLOUR = {"error": "#b00020", "warning": "#d08000", "info": "#4a78b5"}
 MAX_LINES = 12  # tables drawn per picture (the largest lags first); the tables below list them all
 MIN_LAG_S = 0.001  # a log scale cannot show 0 or negative lags: drawn at 1 ms
 

@@ -18,8 +18,6 @@ from typing import Any
 
 from cdc_monitor.errors import InputError
 
-Coord = tuple[str, int, int]  # topic, partition, offset
-
 
 @dataclass
 class PartitionHistory:
