@@ -14,6 +14,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import make_wsgi_app
 
+from cdc_monitor.sinks.web_config import REALM
+
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
 
@@ -39,7 +41,7 @@ class _Quiet(WSGIRequestHandler):
 def _guarded(app: App, config: WebConfig) -> App:
     def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if not config.allows(environ.get("HTTP_AUTHORIZATION")):
-            start_response("401 Unauthorized", [("Content-Type", "text/plain"), ("WWW-Authenticate", 'Basic realm="cdc-monitor"')])
+            start_response("401 Unauthorized", [("Content-Type", "text/plain"), ("WWW-Authenticate", REALM)])
             return [b"Unauthorized\n"]
         return app(environ, start_response)
 

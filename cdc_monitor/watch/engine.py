@@ -155,7 +155,7 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
             rows = sum(r["n"] for r in parts)
             # a small batch: checks without shuffles
             cache.one_partition = rows <= min(cfg.one_partition_rows, settings.one_partition_rows)
-            events = cache.materialize(_decoded(out, settings, cache))
+            events = cache.materialize(_events(out, settings.scan, cache))
             decoded = None
             if rows >= settings.narrow_from_rows:  # the checks read events without their raw texts
                 decoded = events  # (the embedded-schema check reads them, on new records)
@@ -186,10 +186,6 @@ class _Clock:
         now = time.perf_counter()
         self.stages[stage] = round(now - self.mark, 2)
         self.mark = now
-
-
-def _decoded(out: DataFrame, settings: WatchSettings, cache: FrameCache) -> DataFrame:
-    return _events(out, settings.scan, cache)
 
 
 def _events(out: DataFrame, cfg: ScanConfig, cache: FrameCache) -> DataFrame:

@@ -79,9 +79,10 @@ def read_kafka(spark: SparkSession, options: Mapping[str, str], reader: str = "p
     if ranges is None:
         with BrokerInspector(opts) as insp:
             ranges = plan_ranges(opts, insp)
-    use_spark = reader == "spark" or (reader == "auto" and spark_kafka_available(spark))
+    available = reader != "python" and spark_kafka_available(spark)  # asked once: a probe of Spark's reader
+    use_spark = reader == "spark" or (reader == "auto" and available)
     if use_spark:
-        if not spark_kafka_available(spark):
+        if not available:
             raise EnvironmentProblem(
                 "--kafka-reader spark needs Spark's Kafka connector: start with "
                 "--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<your Spark version> (or put the jar in "
