@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
 CHECKS = ("decode", "lag", "transactions", "schema", "ordering")
 SEVERITIES = ("error", "warning", "info")
@@ -154,3 +155,16 @@ def exact_topic_regex(topic: str) -> str:
 
 # the generator's fault labels beside a capture: ground truth, never read as records by a folder scan
 LABELS_SUFFIX = ".labels.jsonl"
+
+
+class ReconcileState(StrEnum):
+    """What ``reconcile`` says of one key of a table (``cdc_reconcile_rows{state}``)."""
+
+    MATCH = "match"
+    MISSING = "missing"  # in the source, not in the topic's state (never sent, or removed by the topic)
+    EXTRA = "extra"  # in the topic's state, not in the source (deleted there, the delete not in the topic)
+    DIFFERS = "differs"  # on both sides, some column's value differs
+    IN_FLIGHT = "in_flight"  # differs or missing, but changed in the source after the window's last transaction
+
+
+MISMATCH_STATES = (ReconcileState.MISSING, ReconcileState.EXTRA, ReconcileState.DIFFERS)

@@ -16,8 +16,8 @@ if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
 fi
 java -version 2>&1 | head -1 >&2
 
-# Debian packages: Prometheus, promtool and the Pushgateway (not started as services: the tests
-# start them on loopback ports and stop them), and headless Chromium (tests/test_html_report.py
+# Debian packages: Prometheus, promtool, the Pushgateway and PostgreSQL (not started as services:
+# the tests start them on loopback ports and stop them), and headless Chromium (tests/test_html_report.py
 # opens the HTML report in a real browser). One apt run for whatever is missing.
 packages=""
 for bin in prometheus promtool; do
@@ -25,6 +25,9 @@ for bin in prometheus promtool; do
 done
 command -v prometheus-pushgateway >/dev/null 2>&1 || packages="$packages prometheus-pushgateway"
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || packages="$packages chromium"
+# PostgreSQL and its JDBC driver: tests/test_reconcile.py starts a cluster on a loopback port
+compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || packages="$packages postgresql-15"
+[ -f /usr/share/java/postgresql.jar ] || packages="$packages libpostgresql-jdbc-java"
 if [ -n "$packages" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test.sh: installing Debian's$packages" >&2

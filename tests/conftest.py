@@ -22,7 +22,7 @@ LONG_FIRST = (
 # modules whose module-scoped fixtures are costly (generated captures, a Prometheus server): all their
 # tests on one worker, so the fixture is built once, not once per worker
 ONE_WORKER_MODULES = ("test_accuracy.py", "test_accuracy_features.py", "test_seed_golden.py",
-                      "test_prometheus_integration.py")
+                      "test_prometheus_integration.py", "test_reconcile.py")
 
 
 @pytest.hookimpl(tryfirst=True)

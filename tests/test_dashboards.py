@@ -36,7 +36,8 @@ def test_dashboard_has_server_and_table_variables_and_unique_panel_ids():
     assert len(ids) == len(set(ids))
     for p in board["panels"]:
         if p["type"] != "row":
-            assert p["targets"] and all("$server" in t["expr"] or "job" in t["expr"] for t in p["targets"]), p["title"]
+            assert p["targets"] and all(any(v in t["expr"] for v in ("$server", "$table", "job"))
+                                      for t in p["targets"]), p["title"]
 
 
 class FakeGrafana(BaseHTTPRequestHandler):

@@ -17,6 +17,10 @@ _EXAMPLES = {
     "dashboards build": ("cdc-monitor dashboards build", "cdc-monitor dashboards build --output-dir /etc/grafana/dashboards"),
     "dashboards push": ("GRAFANA_TOKEN=glsa_... cdc-monitor dashboards push --grafana-url https://grafana.example.com",
                         "cdc-monitor dashboards push --grafana-url http://grafana:3000 --token-env GF_TOKEN --folder CDC"),
+    "reconcile": ("CDC_MONITOR_JDBC_PASSWORD=... cdc-monitor reconcile captures/ --jdbc-url jdbc:postgresql://db:5432/shop "
+                  "--jdbc-user cdc_ro --tables public.orders",
+                  "cdc-monitor reconcile --bootstrap-servers kafka:9092 --topics 'pg\\..*' --jdbc-url "
+                  "jdbc:postgresql://db/shop --jdbc-password-file /run/secrets/pg --output json"),
     "warm-up": ("cdc-monitor warm-up",
                 "CDC_MONITOR_CACHE_DIR=/opt/cdc-cache cdc-monitor warm-up   # in an image's build"),
 }
@@ -27,6 +31,7 @@ _OUTCOMES = {
     "generate": ("written or produced", "-"),
     "dashboards build": ("written", "-"),
     "dashboards push": ("every dashboard uploaded", "-"),
+    "reconcile": ("every row matches (in-flight rows aside)", "a row is missing, extra or differs"),
     "warm-up": ("the archive was written", "-"),
 }
 

@@ -101,7 +101,10 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
     require_records(result, allow_empty, paths)
     out.report(result)
     failing = result.worst_count(cfg.fail_on)
-    out.metrics(result, job, textfile, push_gateway, f"{failing} finding(s) at or above --fail-on {cfg.fail_on}")
+    from cdc_monitor.sinks.prometheus import MetricsSnapshot
+
+    out.metrics(MetricsSnapshot.from_result(result, job), textfile, push_gateway,
+                f"{failing} finding(s) at or above --fail-on {cfg.fail_on}")
     out.log(f"cdc-monitor: scanned in {result.duration_seconds:.1f}s ({time.time() - started:.1f}s with Spark's "
             f"start-up); {failing} finding(s) at or above --fail-on {cfg.fail_on}")
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
@@ -381,6 +384,11 @@ def warm_up() -> None:
                          "(CDC_MONITOR_CACHE_DIR, default ~/.cache/cdc-monitor) is not writable")
     tidied = f"; removed {len(removed)} older cache file(s)" if removed else ""
     click.echo(f"cdc-monitor: wrote {archive} ({archive.stat().st_size / 1e6:.0f} MB) in {seconds:.1f}s{tidied}", err=True)
+
+
+from cdc_monitor.cli.reconcile import reconcile  # noqa: E402  (a verb of its own module)
+
+cli.add_command(reconcile)
 
 
 def main() -> None:

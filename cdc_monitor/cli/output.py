@@ -12,6 +12,8 @@ from cdc_monitor.errors import UsageError
 if TYPE_CHECKING:
     from cdc_monitor.gate.run import GateResult
     from cdc_monitor.pipeline import ScanResult
+    from cdc_monitor.reconcile.outcome import ReconcileOutcome
+    from cdc_monitor.sinks.prometheus import MetricsSnapshot
 
 
 def prepare_output_path(path: str | None, flag: str) -> None:
@@ -65,6 +67,16 @@ class Output:
             lines.append(f"       observed: {o.observed()}")
         self._emit("\n".join(lines) + "\n")
 
+    def reconcile_report(self, outcome: ReconcileOutcome) -> None:
+        from cdc_monitor.sinks import reconcile_report
+
+        if self.mode == "json":
+            self._emit(outcome.to_json())
+        elif self.mode == "html":
+            self._emit(reconcile_report.render_html(outcome))
+        else:
+            self._emit(reconcile_report.render_text(outcome))
+
     def report(self, result: ScanResult) -> None:
         from cdc_monitor.sinks.report import render_json, render_text, text_width
 
@@ -83,16 +95,15 @@ class Output:
                         colour=on_terminal and not os.environ.get("NO_COLOR"))
             self._emit(buf.getvalue())
 
-    def metrics(self, result: ScanResult, job: str, textfile: str | None, gateway: str | None, verdict: str) -> None:
-        """The window's metrics to a node_exporter textfile, then pushed to a Pushgateway: last, so a
+    def metrics(self, snapshot: MetricsSnapshot, textfile: str | None, gateway: str | None, verdict: str) -> None:
+        """A run's metrics to a node_exporter textfile, then pushed to a Pushgateway: last, so a
         gateway that is down loses the push, never the report or the textfile (the error says the
-        scan's ``verdict``)."""
+        run's ``verdict``)."""
         if not (textfile or gateway):
             return
         from cdc_monitor.errors import CdcMonitorError
         from cdc_monitor.sinks import prometheus
 
-        snapshot = prometheus.MetricsSnapshot.from_result(result, job)
         if textfile:
             prometheus.write_textfile(snapshot, textfile)
             self.log(f"cdc-monitor: metrics written to {textfile}")
@@ -100,6 +111,6 @@ class Output:
             try:
                 groups = prometheus.push(snapshot, gateway)
             except CdcMonitorError as err:
-                raise type(err)(f"{err}; the scan ran and its report was written ({verdict}), "
+                raise type(err)(f"{err}; the run finished and its report was written ({verdict}), "
                                 "the metrics were not pushed") from None
             self.log(f"cdc-monitor: metrics pushed to {gateway} ({len(groups)} group(s))")

@@ -78,6 +78,11 @@ def panels() -> list[dict[str, Any]]:
              "{{server}} {{table}} {{rule}}")],
                description="A table snapshotted again after streaming (lost offsets), a value schema changed without "
                            "DDL on the schema-change topic, Avro records the registry cannot decode"),
+        _row("Reconciliation (cdc-monitor reconcile)"),
+        _panel("Rows not matching the source, per table and state", [
+            ('sum by (table, state) (cdc_reconcile_rows{table=~"$table", state!="match"})', "{{table}} {{state}}")],
+               description="From the latest reconcile run: rows missing from the topic, extra in it, differing, and "
+                           "changed after the window (in_flight, not a mismatch). See the CdcReconcileMismatch alert"),
         _row("Monitor health"),
         _panel("Since the last completed window", [
             ("time() - max by (job) (cdc_monitor_last_success_timestamp_seconds)", "{{job}}")], "s", "stat"),

@@ -29,6 +29,7 @@ from cdc_monitor.vocabulary import TX_STATUSES as WINDOW_TX_STATUSES
 
 if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult
+    from cdc_monitor.reconcile.outcome import ReconcileOutcome
     from cdc_monitor.sinks.web_config import WebConfig
 
 QUANTILES = (("0.5", "p50_ms"), ("0.95", "p95_ms"), ("0.99", "p99_ms"), ("1", "max_ms"))
@@ -53,6 +54,7 @@ class MetricsSnapshot:
     job_level: bool = True  # include the monitor's own and window-wide series
     heartbeats: list[dict[str, Any]] = field(default_factory=list)  # server, last_ts_ms
     state: dict[str, float] | None = None  # watch: its state store's rows, bytes and driver memory
+    reconcile: list[dict[str, Any]] | None = None  # reconcile: table, state, rows; table, checksums_equal
 
     @classmethod
     def from_result(cls, result: ScanResult, job: str) -> MetricsSnapshot:
@@ -62,6 +64,13 @@ class MetricsSnapshot:
             records=int(result.summary.get("records", 0)), invalid_records=int(result.summary.get("invalid_records", 0)),
             finished_at=result.finished_at, duration_seconds=result.duration_seconds, heartbeats=result.heartbeats,
         )
+
+    @classmethod
+    def from_reconcile(cls, outcome: ReconcileOutcome, job: str) -> MetricsSnapshot:
+        rows = [{"table": t.table, "state": s.value, "rows": n, "checksums_equal": t.source_checksum == t.topic_checksum}
+                for t in outcome.tables for s, n in t.rows.items()]
+        return cls(job=job, records=outcome.records, finished_at=outcome.finished_at,
+                   duration_seconds=outcome.duration_seconds, reconcile=rows)
 
     def servers(self) -> set[str]:
         found = {str(r.get("server") or "") for rows in (self.lag, self.events, self.findings, self.heartbeats) for r in rows}
@@ -76,7 +85,8 @@ class MetricsSnapshot:
         return MetricsSnapshot(self.job, keep(self.lag), keep(self.events),
                                {k: v for k, v in self.transactions.items() if k == server}, keep(self.findings),
                                self.records, self.invalid_records, self.finished_at, self.duration_seconds,
-                               self.window_failures, job_level=job_level, heartbeats=keep(self.heartbeats))
+                               self.window_failures, job_level=job_level, heartbeats=keep(self.heartbeats),
+                               reconcile=self.reconcile if job_level else None)
 
 
 STATE_GAUGES = {
@@ -120,7 +130,10 @@ class SnapshotCollector(Collector):
             snap = self._snapshot
         if snap is None:
             return
-        yield from _window_families(snap)
+        if snap.reconcile is not None:  # a reconcile run: its own series and the monitor's
+            yield from _reconcile_families(snap.reconcile)
+        else:
+            yield from _window_families(snap)
         if snap.job_level:
             yield from _monitor_families(snap)
         if snap.totals is not None:
@@ -209,6 +222,19 @@ def _monitor_families(snap: MetricsSnapshot) -> Iterator[Metric]:
             fam = GaugeMetricFamily(f"cdc_monitor_state_{name}", doc, labels=["job"])
             fam.add_metric([snap.job], snap.state[name])
             yield fam
+
+
+def _reconcile_families(rows: list[dict[str, Any]]) -> Iterator[Metric]:
+    fam = GaugeMetricFamily("cdc_reconcile_rows", "Rows of a table by reconciliation state (match, missing, extra, "
+                            "differs, in_flight) in the latest reconcile run", labels=["table", "state"])
+    equal = GaugeMetricFamily("cdc_reconcile_checksum_equal", "1 when the table's source and topic checksums are equal",
+                              labels=["table"])
+    for r in rows:
+        fam.add_metric([_label(r["table"]), r["state"]], r["rows"])
+    for table in sorted({r["table"] for r in rows}):
+        equal.add_metric([_label(table)], float(all(r["checksums_equal"] for r in rows if r["table"] == table)))
+    yield fam
+    yield equal
 
 
 def _counter_families(totals: dict[str, list[dict[str, Any]]]) -> Iterator[Metric]:
