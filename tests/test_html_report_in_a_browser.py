@@ -8,8 +8,6 @@ from __future__ import annotations
 import collections
 import json
 import re
-import shutil
-import subprocess
 from html import unescape
 
 from click.testing import CliRunner
@@ -19,18 +17,7 @@ from cdc_monitor.cli.main import cli
 from cdc_monitor.generator import generate
 from cdc_monitor.generator.capture import label_dicts, write_capture
 from cdc_monitor.sinks.html_charts import CHARTS
-
-# what a browser needs to run headless in a container with no network (Chromium's own background
-# connections are refused here, and root needs --no-sandbox)
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--enable-logging=stderr", "--v=0"]
-
-
-def chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert browser, "no chromium: scripts/test.sh installs Debian's (apt-get install chromium)"
-    return subprocess.run([browser, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", *args],
-                          capture_output=True, text=True, timeout=120)
+from tests.support.browser import chromium
 
 
 def test_faulty_capture_report_renders_in_a_browser(spark, tmp_path):

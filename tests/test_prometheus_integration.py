@@ -64,6 +64,17 @@ def faulty_snapshot(scan, tmp_path_factory):
     return snap
 
 
+def reconcile_snapshot() -> MetricsSnapshot:
+    """A reconcile run's metrics (the reconcile tests build real ones against PostgreSQL)."""
+    from cdc_monitor.reconcile.outcome import ReconcileOutcome, TableReconcile
+    from cdc_monitor.vocabulary import ReconcileState
+
+    rows = dict.fromkeys(ReconcileState, 0) | {ReconcileState.MATCH: 14, ReconcileState.MISSING: 2}
+    table = TableReconcile("public.orders", 16, 14, rows, {}, 0, "0a", "0b", {})
+    return MetricsSnapshot.from_reconcile(ReconcileOutcome([table], records=30, finished_at=time.time()),
+                                          "nightly-reconcile")
+
+
 @pytest.fixture(scope="module")
 def stack(faulty_snapshot, tmp_path_factory):
     """exporter + pushgateway (a scheduled scan's push) + Prometheus scraping both, rules loaded."""
@@ -72,6 +83,7 @@ def stack(faulty_snapshot, tmp_path_factory):
     gateway = start_pushgateway(root)
     batch = MetricsSnapshot(**{**faulty_snapshot.__dict__, "job": "nightly-scan", "totals": None})
     push(batch, gateway.url)
+    push(reconcile_snapshot(), gateway.url)
     shipped = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text())
     targets = {"cdc-monitor-watch": f"127.0.0.1:{exporter.port}", "pushgateway": gateway.url.removeprefix("http://")}
     assert {j["job_name"] for j in shipped["scrape_configs"]} == set(targets)
@@ -128,8 +140,9 @@ def test_rules_loaded_and_faults_fire(stack):
 
 def test_dashboards_and_rules_name_only_exported_metrics(faulty_snapshot):
     exported = set()
-    for fam in text_string_to_metric_families(render(faulty_snapshot).decode()):
-        exported |= {s.name for s in fam.samples}
+    for snapshot in (faulty_snapshot, reconcile_snapshot()):
+        for fam in text_string_to_metric_families(render(snapshot).decode()):
+            exported |= {s.name for s in fam.samples}
     named = set()
     for _, expr in panel_exprs() + variable_exprs() + rule_exprs():
         named |= set(re.findall(r"\b(cdc_[a-z0-9_]+)\b", expr))

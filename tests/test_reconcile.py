@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+from tests.support.browser import chromium
 from tests.support.postgres import PASSWORD, USER, Postgres
 
 ORDERS = {"source_rows": 18, "topic_rows": 17, "match": 14, "missing": 2, "extra": 1, "differs": 1, "in_flight": 1}
@@ -95,7 +98,7 @@ def test_without_schemas_and_in_key_ranges_the_verdict_is_the_same(reconcile_wit
     assert [t.table for t in quiet.tables] == ["inventory.stock"] and quiet.mismatches == 0
 
 
-def test_text_and_html_reports(outcome):
+def test_text_and_html_reports(outcome, tmp_path):
     from cdc_monitor.sinks.reconcile_report import render_html, render_text
 
     text = render_text(outcome)
@@ -117,6 +120,12 @@ def test_text_and_html_reports(outcome):
     parser.feed(page)
     assert "public.items" in parser.cells and "missing: 4 row(s)" in parser.cells
     assert PASSWORD not in page
+    file = tmp_path / "reconcile.html"
+    file.write_text(page)
+    dom = chromium(tmp_path, "--virtual-time-budget=2000", "--dump-dom", file.as_uri())  # as a person sees it
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    shown = unescape(re.sub(r"<[^>]+>", " ", dom.stdout))
+    assert "MISMATCH: 8 row(s) missing, extra or differing" in shown and "changed in the source / note 10" in shown
 
 
 def test_cli_json_report_metrics_and_exit_1_without_showing_the_password(shop, tmp_path):
