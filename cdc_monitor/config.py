@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from cdc_monitor.errors import UsageError
-from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX, TRANSACTION_TOPIC_REGEX, TopicRoles, exact_topic_regex
+from cdc_monitor.vocabulary import (
+    FAIL_ON,
+    HEARTBEAT_TOPIC_PREFIX,
+    TRANSACTION_TOPIC_REGEX,
+    Severity,
+    TopicRoles,
+    exact_topic_regex,
+)
 
 REGISTRY_SETTINGS = ("url", "basic_auth_user_info", "bearer_token")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
@@ -35,7 +42,7 @@ class ScanConfig:
     table_lag_threshold_ms: dict[str, int] = field(default_factory=dict)
     # silence after which a server's connector counts as stalled (checks/stalls.py); None: from its heartbeats
     stall_threshold_ms: int | None = None
-    fail_on: str = "error"
+    fail_on: str = Severity.ERROR.value
     max_findings: int = 10_000
     # windows of at most this many records are checked in one partition, without shuffles
     # (engine/cache.py); larger ones keep every core busy. On 2 cores the two ways break even
@@ -56,8 +63,8 @@ class ScanConfig:
         known = {f.name for f in fields(self)}
         clean = {k: v for k, v in values.items() if v is not None and k in known}
         cfg = replace(self, **clean)
-        if cfg.fail_on not in ("error", "warning", "never"):
-            raise UsageError(f"--fail-on {cfg.fail_on!r} is not one of error, warning, never")
+        if cfg.fail_on not in FAIL_ON:
+            raise UsageError(f"--fail-on {cfg.fail_on!r} is not one of {', '.join(FAIL_ON)}")
         return cfg
 
 

@@ -11,12 +11,47 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 CHECKS = ("decode", "lag", "transactions", "schema", "ordering")
-SEVERITIES = ("error", "warning", "info")
-SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+class Severity(StrEnum):
+    """How bad a finding is; ``rank`` orders them (``--fail-on`` counts those at or above one)."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}[self]
+
+
+SEVERITIES = tuple(s.value for s in Severity)
+SEVERITY_RANK = {s.value: s.rank for s in Severity}
+NEVER = "never"  # --fail-on never: no severity fails a run
+FAIL_ON = (Severity.ERROR.value, Severity.WARNING.value, NEVER)
 # what a rule judges: one record alone, a key's history in its partition, one transaction, a table/topic
 SCOPES = ("record", "key", "transaction", "table")
-# a transaction's status in a window (watch adds "overdue": open past its grace period)
-TX_STATUSES = ("complete", "open", "unverifiable", "missing_end", "missing_begin")
+
+
+class TxStatus(StrEnum):
+    """A transaction's status: in a window, and (``OVERDUE``) in ``watch``, open past its grace period.
+    ``final``: no later record can change it."""
+
+    COMPLETE = "complete"
+    OPEN = "open"
+    OVERDUE = "overdue"
+    UNVERIFIABLE = "unverifiable"
+    MISSING_END = "missing_end"
+    MISSING_BEGIN = "missing_begin"
+
+    @property
+    def final(self) -> bool:
+        return self not in (TxStatus.OPEN, TxStatus.OVERDUE)
+
+
+# the statuses a window reports, in report order (watch adds overdue)
+TX_STATUSES = tuple(s.value for s in TxStatus if s is not TxStatus.OVERDUE)
+FINAL_TX_STATUSES = tuple(s.value for s in TxStatus if s.final)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from cdc_monitor.checks.findings import RecordRule, finding
 from cdc_monitor.engine.cache import NO_CACHE, FrameCache
 from cdc_monitor.engine.facts import WindowFacts
-from cdc_monitor.vocabulary import TX_STATUSES, Rule
+from cdc_monitor.vocabulary import TX_STATUSES, Rule, TxStatus
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -127,13 +127,13 @@ def _per_transaction(markers: DataFrame, facts: WindowFacts) -> DataFrame:
     status = (
         F.when(F.col("begin_offset").isNotNull() & F.col("end_offset").isNotNull()
                & ((F.col("begin_ts") < F.coalesce(data_start, F.lit(0))) | (F.size("absent") > 0) | nothing_read),
-               F.lit("unverifiable"))
-        .when(F.col("begin_offset").isNotNull() & F.col("end_offset").isNotNull(), F.lit("complete"))
-        .when(F.col("begin_offset").isNotNull() & F.col("next_begin").isNotNull(), F.lit("missing_end"))
-        .when(F.col("begin_offset").isNotNull(), F.lit("open"))
+               F.lit(TxStatus.UNVERIFIABLE.value))
+        .when(F.col("begin_offset").isNotNull() & F.col("end_offset").isNotNull(), F.lit(TxStatus.COMPLETE.value))
+        .when(F.col("begin_offset").isNotNull() & F.col("next_begin").isNotNull(), F.lit(TxStatus.MISSING_END.value))
+        .when(F.col("begin_offset").isNotNull(), F.lit(TxStatus.OPEN.value))
         .when(~F.col("from_start") & (F.col("first_begin").isNull() | (F.col("end_offset") < F.col("first_begin"))),
-              F.lit("unverifiable"))
-        .otherwise(F.lit("missing_begin"))
+              F.lit(TxStatus.UNVERIFIABLE.value))
+        .otherwise(F.lit(TxStatus.MISSING_BEGIN.value))
     )
     return txns.withColumn("status", status)
 
@@ -173,7 +173,7 @@ def transaction_check(events: DataFrame, facts: WindowFacts, cache: FrameCache =
     txns = _per_transaction(markers, facts)
     txns = txns.join(_per_transaction_data(data), ["server", "txn_key"], "left")
     txns = txns.withColumn("seen", F.coalesce("seen", F.lit(0)))
-    complete = F.col("status") == "complete"
+    complete = F.col("status") == TxStatus.COMPLETE.value
     coll_diff = F.filter(
         F.coalesce(F.col("collections"), F.array()),
         lambda c: c["event_count"] != F.coalesce(F.element_at(F.col("seen_by_collection"), c["data_collection"]), F.lit(0)),
@@ -193,11 +193,11 @@ def transaction_check(events: DataFrame, facts: WindowFacts, cache: FrameCache =
     begin_loc = dict(marker_loc, txn_id=F.col("begin_id"))
     end_loc = dict(marker_loc, txn_id=F.col("end_id"))
     findings = [
-        txns.where(F.col("status") == "missing_end").select(*finding(
+        txns.where(F.col("status") == TxStatus.MISSING_END.value).select(*finding(
             "missing_end", F.concat(F.lit("BEGIN of "), F.col("txn_id"), F.lit(" is followed by another BEGIN (offset "),
                                     F.col("next_begin"), F.lit(") without its END")),
             offset=F.col("begin_offset"), key=F.col("begin_key"), **begin_loc)),
-        txns.where(F.col("status") == "missing_begin").select(*finding(
+        txns.where(F.col("status") == TxStatus.MISSING_BEGIN.value).select(*finding(
             "missing_begin", F.concat(F.lit("END of "), F.col("txn_id"), F.lit(" has no BEGIN")),
             offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
         txns.where("count_mismatch").select(*finding(
@@ -248,7 +248,7 @@ def summary_frame(txns: DataFrame) -> DataFrame:
                                       *[F.sum((F.col("status") == s).cast("int")).alias(s) for s in STATUSES],
                                       *[F.sum(F.col(p).cast("int")).alias(p) for p in PROBLEMS],
                                       F.array_sort(F.array_distinct(F.flatten(F.collect_list(F.when(
-                                          F.col("status") == "unverifiable", F.col("absent")))))).alias("absent"))
+                                          F.col("status") == TxStatus.UNVERIFIABLE.value, F.col("absent")))))).alias("absent"))
 
 
 def transaction_summary(rows: list[dict[str, Any]], findings_count: dict[str, int]) -> dict[str, Any]:

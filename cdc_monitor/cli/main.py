@@ -14,6 +14,7 @@ from cdc_monitor import __version__
 from cdc_monitor.cli.help import epilog
 from cdc_monitor.cli.kafka_flags import apply_format_flags, format_flags, kafka_flags, pop_kafka_flags
 from cdc_monitor.errors import EXIT_CANNOT_RUN, EXIT_FINDINGS, EXIT_OK, CdcMonitorError, EnvironmentProblem, UsageError
+from cdc_monitor.vocabulary import FAIL_ON
 
 
 class _Group(click.Group):
@@ -63,7 +64,7 @@ def cli() -> None:
 @click.option("--lag-threshold", help="Lag above which a lag_spike is reported (default 60s).")
 @click.option("--output", "output_mode", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
 @click.option("--report-file", type=click.Path(), help="Write the report here instead of stdout.")
-@click.option("--fail-on", type=click.Choice(["error", "warning", "never"]), default=None,
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default=None,
               help="Exit 1 when findings at or above this severity exist (default error).")
 @click.option("--max-findings", type=click.IntRange(1), default=None, help="Findings listed in the report.")
 @click.option("--push-gateway", help="Push the window's metrics to this Prometheus Pushgateway URL.")

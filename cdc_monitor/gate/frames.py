@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.lag import decoded_data, with_lag
+from cdc_monitor.vocabulary import TX_STATUSES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -14,8 +15,7 @@ if TYPE_CHECKING:
 
     from cdc_monitor.pipeline import ScanResult
 
-TX_COLUMNS = ["server", "complete", "open", "unverifiable", "missing_end", "missing_begin", "count_mismatch",
-              "collection_count_mismatch", "order_gap", "orphan_events"]
+TX_COLUMNS = ["server", *TX_STATUSES, "count_mismatch", "collection_count_mismatch", "order_gap", "orphan_events"]
 FINDING_COLUMNS = ["check", "rule", "severity", "server", "table", "count"]
 LAG_COLUMNS = ["server", "topic", "table", "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "negative",
                "invalid_source_ts", "snapshot_excluded"]

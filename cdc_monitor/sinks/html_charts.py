@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.checks.lag import HISTOGRAM_LE_S
 from cdc_monitor.engine.census import nulls_first
+from cdc_monitor.vocabulary import TxStatus
 
 if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult
@@ -117,7 +118,7 @@ def transactions_by_status(result: ScanResult) -> dict[str, Any] | None:
     tx = result.transactions or {}
     if not tx.get("total"):
         return None
-    colours = {"complete": "#2ca02c", "open": "#7f7f7f"}
+    colours = {TxStatus.COMPLETE: "#2ca02c", TxStatus.OPEN: "#7f7f7f"}
     return {"type": "bar", "data": {"labels": list(STATUSES), "datasets": [{
         "label": "transactions", "data": [int(tx.get(s) or 0) for s in STATUSES],
         "backgroundColor": [colours.get(s, "#b00020") for s in STATUSES]}]},

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_monitor import __version__
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.sinks.html_charts import PAGE_SCRIPT, chart_configs, chart_js, data_script
-from cdc_monitor.vocabulary import SEVERITY_RANK
+from cdc_monitor.vocabulary import SEVERITY_RANK, Severity
 
 if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult
@@ -46,7 +46,7 @@ details{border:1px solid var(--line);border-radius:.5rem;margin:.6rem 0;padding:
 summary{cursor:pointer;font-weight:600}.error{color:var(--error)}.warning{color:var(--warning)}.ok{color:var(--ok)}
 .meaning{color:var(--muted);font-weight:400}
 """
-ORDER = {"error": 0, "warning": 1}
+ORDER = {Severity.ERROR: 0, Severity.WARNING: 1}
 
 
 def _cell(v: Any) -> str:
@@ -167,7 +167,7 @@ def _findings(result: ScanResult) -> str:
 
 def render_html(result: ScanResult) -> str:
     total = sum(n for per in result.findings_by_rule.values() for n in per.values())
-    verdict = "ok" if not total else ("error" if result.findings_by_rule.get("error") else "warning")
+    verdict = "ok" if not total else (Severity.ERROR if result.findings_by_rule.get(Severity.ERROR) else Severity.WARNING)
     configs = chart_configs(result)
     title = "no findings" if not total else f"{total} finding(s)"
     return "".join([

@@ -24,8 +24,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from cdc_monitor.checks.lag import HISTOGRAM_LE_S
 from cdc_monitor.errors import InputError
-from cdc_monitor.vocabulary import OPS
-from cdc_monitor.vocabulary import TX_STATUSES as WINDOW_TX_STATUSES
+from cdc_monitor.vocabulary import OPS, TxStatus
 
 if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
 QUANTILES = (("0.5", "p50_ms"), ("0.95", "p95_ms"), ("0.99", "p99_ms"), ("1", "max_ms"))
 KNOWN_OPS = frozenset(OPS)  # other op values are grouped: labels stay bounded
 # overdue: open longer than watch's grace period (quiet systems delay END legitimately)
-TX_STATUSES = (*WINDOW_TX_STATUSES[:2], "overdue", *WINDOW_TX_STATUSES[2:])  # watch adds overdue
+TX_STATUSES = tuple(s.value for s in TxStatus)  # watch adds overdue to a window's statuses
 @dataclass
 class MetricsSnapshot:
     """The numbers one window produced, in label-ready form (built from a ScanResult or by watch)."""
@@ -187,7 +186,7 @@ def _window_families(snap: MetricsSnapshot) -> Iterator[Metric]:
                              labels=["server", "status"])
     for server, by_status in sorted(snap.transactions.items()):
         for status in TX_STATUSES:
-            if status in by_status or status != "overdue":
+            if status in by_status or status != TxStatus.OVERDUE:
                 txns.add_metric([server, status], int(by_status.get(status, 0)))
     yield txns
     found = GaugeMetricFamily("cdc_window_findings", "Findings in the latest window",

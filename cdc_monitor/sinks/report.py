@@ -10,14 +10,14 @@ from rich.console import Console
 from rich.table import Table
 
 from cdc_monitor.checks.catalogue import RULES
-from cdc_monitor.vocabulary import SEVERITY_RANK
+from cdc_monitor.vocabulary import SEVERITY_RANK, Severity
 
 if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult
 
 SAMPLE_LOCATIONS = 3
 LAG_ROWS = 15
-SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
 def render_json(result: ScanResult) -> str:

@@ -38,6 +38,7 @@ from cdc_monitor.engine.census import heartbeats
 from cdc_monitor.engine.collect import read_tagged, tag_all
 from cdc_monitor.engine.facts import WindowFacts, census_frame, facts_from_rows
 from cdc_monitor.engine.union import narrow_union, union_all
+from cdc_monitor.vocabulary import FINAL_TX_STATUSES, TxStatus
 from cdc_monitor.watch.carry import (
     CANDIDATE,
     CONTEXT_ROLES,
@@ -59,7 +60,6 @@ if TYPE_CHECKING:
 
     from cdc_monitor.vocabulary import TopicRoles
 
-FINAL = ("complete", "missing_end", "missing_begin", "unverifiable")
 FLAGS = ("is_new", "tail", "candidate")
 COORD = list(ROW[:3])  # topic, partition, offset
 # From this many operator rows (new records and context) on, the decoded events are checkpointed a
@@ -224,7 +224,7 @@ def _check(out: DataFrame, events: DataFrame, decoded: DataFrame | None, state: 
     open_txns: list[tuple[str, str]] = []
     finalized: dict[str, dict[str, int]] = {}
     for r in got.parts.get("transactions", []):
-        if r["status"] == "open":
+        if r["status"] == TxStatus.OPEN:
             open_txns.append((r["server"], r["txn_key"]))
         else:
             per = finalized.setdefault(r["server"] or "", {})
@@ -265,12 +265,13 @@ def _plan(out: DataFrame, events: DataFrame, decoded: DataFrame | None, facts: W
             "topic", "partition", F.col("offset").alias("end_offset")))
         known_final = cache.single(out.where(F.col("role") == FINAL_ROLE).select(*COORD))
         judged = checked.transactions.join(pending, ["topic", "partition", "end_offset"], "left_anti")
-        final_ids = judged.where(F.col("status").isin(*FINAL)).select("server", "txn_key")
+        final_ids = judged.where(F.col("status").isin(*FINAL_TX_STATUSES)).select("server", "txn_key")
         txn = union_all(checked.by_scope["transaction"], FINDING_COLUMNS).withColumn("txn_key", txn_key(F.col("txn_id")))
         verdicts.append(txn.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi"))
         orphans = txn.where(F.col("rule") == "orphan_event").join(known_final, COORD, "left_anti")
         located_rows.append(orphans.select(*FINDING_COLUMNS, F.lit(True).alias("orphan")))
-        parts["transactions"] = judged.where(F.col("status").isin("open", *FINAL)).select("server", "txn_key", "status")
+        parts["transactions"] = (judged.where(F.col("status").isin(TxStatus.OPEN.value, *FINAL_TX_STATUSES))
+                                           .select("server", "txn_key", "status"))
     # one join with the records' flags serves both filters, over the union of what they filter:
     # per-key and per-table findings where they land on a new record, orphan events new or carried
     # as candidates

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.sinks.prometheus import MetricsServer, MetricsSnapshot
+from cdc_monitor.vocabulary import TxStatus
 from cdc_monitor.watch.engine import BatchOutcome, WatchSettings, overdue, process_batch
 from cdc_monitor.watch.state import StateStore, WatchState
 
@@ -96,8 +97,8 @@ class Watcher:
             transactions.setdefault(server, {})
         for server, per in transactions.items():
             opened = sum(1 for k in self.state.open_txns if k.split("|", 1)[0] == server)
-            per["overdue"] = late.get(server, 0)
-            per["open"] = opened - per["overdue"]
+            per[TxStatus.OVERDUE] = late.get(server, 0)
+            per[TxStatus.OPEN] = opened - per[TxStatus.OVERDUE]
         totals = totals_rows(self.state)
         state = dict(self.store_size, driver_rss_bytes=driver_rss())
         totals["records"] = [{"job": self.opts.job, "count": self.state.totals.get("records", {}).get("", 0)}]
