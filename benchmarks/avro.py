@@ -102,9 +102,9 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     from cdc_monitor.decoding import decode_records
-    from cdc_monitor.decoding.avro import decode_wire_format
+    from cdc_monitor.decoding.avro_wire import decode_wire_format
     from cdc_monitor.engine.cache import FrameCache
-    from cdc_monitor.spark import get_spark
+    from cdc_monitor.runtime.session import get_spark
 
     folder = WORK / f"avro-{args.events}"
     rows, schemas = _records(args.events)

@@ -17,8 +17,8 @@ def main(paths: list[str]) -> dict[str, float]:
     from cdc_monitor.decoding import decode_records
     from cdc_monitor.engine.cache import FrameCache
     from cdc_monitor.engine.facts import window_facts
+    from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.sources.capture import read_capture
-    from cdc_monitor.spark import get_spark
 
     spark = get_spark()
     cfg = ScanConfig()

@@ -115,8 +115,8 @@ def main() -> None:
     from cdc_monitor.decoding import decode_records
     from cdc_monitor.decoding.envelope import JSON_OPTIONS, KEY_SCHEMA, VALUE_SCHEMA
     from cdc_monitor.decoding.events import _one_document
+    from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.sources.capture import read_capture
-    from cdc_monitor.spark import get_spark
 
     spark = get_spark()
     out = T.StructType([T.StructField("v", VALUE_SCHEMA), T.StructField("k", KEY_SCHEMA),

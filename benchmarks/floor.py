@@ -44,7 +44,7 @@ def floor_job(spark, paths: list[str]) -> int:  # type: ignore[no-untyped-def]
 
 def child(paths: list[str], runs: int, with_scan: bool) -> None:
     started = time.perf_counter()
-    from cdc_monitor.spark import get_spark
+    from cdc_monitor.runtime.session import get_spark
 
     spark = get_spark()
     out: dict = {"session_seconds": round(time.perf_counter() - started, 2), "floor_seconds": []}

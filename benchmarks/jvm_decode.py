@@ -45,8 +45,8 @@ def jvm_rate(paths: list[str], runs: int) -> dict:
 
 def spark_rate(paths: list[str]) -> dict:
     from cdc_monitor.decoding import decode_records
+    from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.sources.capture import read_capture
-    from cdc_monitor.spark import get_spark
 
     spark = get_spark()
     records = read_capture(spark, paths).records.localCheckpoint()
@@ -84,8 +84,8 @@ def udf_rates(paths: list[str], runs: int = 3) -> dict:
     from pyspark.sql import functions as F
 
     from cdc_monitor.decoding import decode_records
+    from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.sources.capture import read_capture
-    from cdc_monitor.spark import get_spark
 
     jars = Path(pyspark.__file__).parent / "jars"
     cp = os.pathsep.join(str(next(jars.glob(g))) for g in ("jackson-core-*.jar", "spark-sql-api_*.jar", "scala-library-*.jar"))

@@ -26,8 +26,8 @@ def main() -> None:
         raise SystemExit(f"imported {cdc_monitor.__file__}, not the checkout {args.checkout}")
     from cdc_monitor.config import ScanConfig
     from cdc_monitor.pipeline import run_scan
+    from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.sources.capture import read_capture
-    from cdc_monitor.spark import get_spark
 
     spark = get_spark()
     started = time.perf_counter()

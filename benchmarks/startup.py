@@ -43,7 +43,7 @@ def main() -> None:
     args = ap.parse_args()
     from cdc_monitor.generator import generate
     from cdc_monitor.generator.capture import write_capture
-    from cdc_monitor.jvm import archive_path
+    from cdc_monitor.runtime.jvm import archive_path
 
     with tempfile.TemporaryDirectory() as tmp:
         capture = Path(tmp) / "small.jsonl"

@@ -22,8 +22,8 @@ def main() -> None:
     ap.add_argument("--plain", action="store_true", help="no transaction metadata, no schemas")
     args = ap.parse_args()
 
-    from cdc_monitor.spark import get_spark
-    from cdc_monitor.watch.engine import WatchSettings
+    from cdc_monitor.runtime.session import get_spark
+    from cdc_monitor.watch.batch import WatchSettings
     from tests.support.watch_stream import run_stream, stage_stream
 
     spark = get_spark()

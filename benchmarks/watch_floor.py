@@ -57,9 +57,9 @@ def main() -> None:
     opts = ap.parse_args()
     from cdc_monitor.config import ScanConfig
     from cdc_monitor.decoding import decode_records
-    from cdc_monitor.spark import get_spark
+    from cdc_monitor.runtime.session import get_spark
+    from cdc_monitor.watch.batch import WatchSettings
     from cdc_monitor.watch.carry import carry_stream
-    from cdc_monitor.watch.engine import WatchSettings
     from tests.support.watch_stream import run_stream, stage_stream
 
     spark = get_spark(micro_batches=True)

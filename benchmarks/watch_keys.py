@@ -58,8 +58,8 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=20_000)
     args = ap.parse_args()
-    from cdc_monitor.spark import get_spark
-    from cdc_monitor.watch.engine import WatchSettings
+    from cdc_monitor.runtime.session import get_spark
+    from cdc_monitor.watch.batch import WatchSettings
     from cdc_monitor.watch.runner import driver_rss
     from tests.support.watch_stream import run_stream, stage
 

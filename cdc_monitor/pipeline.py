@@ -132,12 +132,12 @@ def _value_format(records: DataFrame, cfg: ScanConfig, cache: FrameCache,
     """Avro input as the JSON text the decoder reads: with a schema registry, one small job finds
     the schema ids the window names (the records are kept, so the input is read once), the
     driver fetches each once and judges it, and the records are decoded in Arrow batches."""
-    from cdc_monitor.decoding.avro import avro_as_json
+    from cdc_monitor.decoding.avro_wire import avro_as_json
 
     avro = avro_as_json(records, cfg, cache)
     if avro.usage is None:
         return avro.records, {}
-    from cdc_monitor.checks.avro import registry_findings, registry_ids
+    from cdc_monitor.checks.registry_schemas import registry_findings, registry_ids
 
     found = registry_findings(records.sparkSession, avro.usage, avro.schemas, cfg.roles)
     if found is not None:
@@ -158,7 +158,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
              progress: Callable[[str], None] | None = None, keep_events: bool = False) -> ScanResult:
     """Decode, check and summarise one window. ``progress`` receives a line per finished phase;
     ``keep_events`` leaves the cached events frame on the result until ``result.release()``."""
-    from cdc_monitor.checks.registry import run_checks
+    from cdc_monitor.checks.suite import run_checks
 
     cfg = config or ScanConfig()
     started = time.time()

@@ -1,4 +1,4 @@
-"""What ``cdc-monitor warm-up`` runs under ``spark-submit`` (cdc_monitor/jvm.py): a scan of a small
+"""What ``cdc-monitor warm-up`` runs under ``spark-submit`` (cdc_monitor/runtime/jvm.py): a scan of a small
 generated faulty capture, so the driver JVM loads the classes a scan loads, then writes them to
 its class archive when it exits. Usage: spark-submit ... warm_scan.py FOLDER"""
 
@@ -13,8 +13,8 @@ def main(folder: str) -> None:
     from cdc_monitor.generator import generate
     from cdc_monitor.generator.capture import write_capture
     from cdc_monitor.pipeline import run_scan
+    from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.sources.capture import read_capture
-    from cdc_monitor.spark import get_spark
 
     path = Path(folder) / "postgresql.jsonl"
     write_capture(generate("postgresql", events=120, seed=3, faults=True), path)

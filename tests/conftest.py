@@ -56,7 +56,7 @@ def pytest_collection_finish(session):
 
 @pytest.fixture(scope="session")
 def spark():
-    from cdc_monitor.spark import get_spark
+    from cdc_monitor.runtime.session import get_spark
 
     session = get_spark("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
     yield session

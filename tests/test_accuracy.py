@@ -57,9 +57,9 @@ def test_every_injected_fault_is_found_exactly(captures, scan, scenario):
 
 
 def test_fault_plan_covers_every_rule_of_the_contract():
-    from cdc_monitor.checks.avro import RULES as AVRO_RULES
     from cdc_monitor.checks.catalogue import CATALOGUE, ONCE_PER_TOPIC
     from cdc_monitor.checks.decode import CAPTURE_RULES
+    from cdc_monitor.checks.registry_schemas import RULES as AVRO_RULES
     from cdc_monitor.generator.wire_faults import AVRO_INEXPRESSIBLE, AVRO_WIRE_RULES
 
     # per-topic rules are said of legitimate traffic features (tests/test_accuracy_features.py);

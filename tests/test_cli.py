@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cdc_monitor import jvm
 from cdc_monitor.generator import generate
 from cdc_monitor.generator.capture import write_capture
+from cdc_monitor.runtime import jvm
 
 
 def run(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -108,7 +108,7 @@ def test_scan_faulty_capture_json_report_and_exit_1(captures, tmp_path):
     lines = err.splitlines()
     assert lines and all(line.startswith("cdc-monitor: ") for line in lines), err  # no JVM or log4j line
     assert "scanned in" in lines[-1]
-    from cdc_monitor.spark import jvm_log_dir
+    from cdc_monitor.runtime.session import jvm_log_dir
 
     (own,) = jvm_log_dir().glob(f"driver-*-{popen.pid}.log")  # this run's (other workers write theirs)
     assert "log4j" in own.read_text(errors="replace")  # kept, not lost

@@ -62,8 +62,8 @@ def test_missing_suite_exits_2(tmp_path):
 def gate_locally(spark, capture: Path):
     """The gate in-process in the session's local Spark: every shipped suite over one capture."""
     from cdc_monitor.config import ScanConfig
-    from cdc_monitor.gate.run import run_gate
-    from cdc_monitor.gate.runner import GateRunner
+    from cdc_monitor.gate.evaluate import run_gate
+    from cdc_monitor.gate.gx_runner import GateRunner
     from cdc_monitor.pipeline import run_scan
     from cdc_monitor.sources.capture import read_capture
 
@@ -136,7 +136,7 @@ def test_faulty_capture_fails_the_gate_with_junit_and_data_docs(spark, tmp_path)
     ({"type": "expect_nothing_at_all", "kwargs": {}}, "expect_nothing_at_all"),
 ])
 def test_an_expectation_gx_cannot_build_is_never_dropped_silently(tmp_path, expectation, message):
-    from cdc_monitor.gate.runner import GateRunner
+    from cdc_monitor.gate.gx_runner import GateRunner
 
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"name": "s", "meta": {"cdc_monitor": {"frame": "lag"}}, "expectations": [

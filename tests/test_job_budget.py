@@ -6,7 +6,7 @@ collect of everything else; one more when a capture has unreadable lines)."""
 
 from __future__ import annotations
 
-from cdc_monitor.checks import registry
+from cdc_monitor.checks import suite
 from cdc_monitor.generator import generate
 from cdc_monitor.generator.capture import write_capture
 
@@ -46,7 +46,7 @@ def test_checks_whose_input_the_window_lacks_are_not_run_and_change_nothing(tmp_
     write_capture(generate("mysql", events=150, seed=4, faults=True, schemas=False, transaction_metadata=False), path)
     with monkeypatch.context() as patched:  # planning one of them fails the scan
         for check in ("transaction_check", "embedded_schema_findings", "schema_change_findings"):
-            patched.setattr(registry, check, _refuse)
+            patched.setattr(suite, check, _refuse)
         pruned = scan([path])
     assert pruned.findings and pruned.transactions["total"] == 0
     for name in ("has_transactions", "has_embedded_schemas", "has_schema_changes", "has_snapshot_events"):

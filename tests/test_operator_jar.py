@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cdc_monitor import jvm
-from cdc_monitor.jvm import operator_jar
+from cdc_monitor.runtime import jvm
+from cdc_monitor.runtime.jvm import operator_jar
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,13 +11,13 @@ import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks import registry
+from cdc_monitor.checks import suite
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.generator import generate
 from cdc_monitor.generator.capture import label_dicts, write_capture
 from cdc_monitor.generator.wire_faults import AVRO_WIRE_RULES
 from cdc_monitor.sources.capture import read_capture
-from cdc_monitor.watch.engine import WatchSettings, overdue, process_batch
+from cdc_monitor.watch.batch import WatchSettings, overdue, process_batch
 from cdc_monitor.watch.state import StateStore, WatchState
 from tests.registry_server import RegistryServer
 from tests.support.watch_stream import run_stream, stage
@@ -122,7 +122,7 @@ def test_a_stream_without_transactions_or_schemas_counts_every_fault_once(spark,
     cut = records.select(F.percentile_approx(ts, 0.5)).first()[0]
     stage([records.where(ts < cut), records.where(ts >= cut)], tmp_path / "in")
     for check in ("transaction_check", "embedded_schema_findings"):  # planning one fails the batch
-        monkeypatch.setattr(registry, check, _refuse)
+        monkeypatch.setattr(suite, check, _refuse)
     outcomes, state = run_stream(spark, tmp_path / "in", tmp_path / "ckpt", WatchSettings())
     assert len(outcomes) == 2 and sum(o.records for o in outcomes) == records.count()
     assert not any(o.finalized for o in outcomes) and not state.open_txns

@@ -6,10 +6,10 @@ check module (its declaration beside its logic) and nowhere else."""
 from __future__ import annotations
 
 from cdc_monitor.checks import (
-    avro,
     decode,
     lag,
     ordering,
+    registry_schemas,
     schema,
     schema_changes,
     snapshots,
@@ -19,7 +19,7 @@ from cdc_monitor.checks import (
 )
 from cdc_monitor.vocabulary import Rule
 
-MODULES = (decode, avro, lag, stalls, transactions, schema, source_block, schema_changes, ordering, snapshots)
+MODULES = (decode, registry_schemas, lag, stalls, transactions, schema, source_block, schema_changes, ordering, snapshots)
 CATALOGUE: dict[str, Rule] = {r.name: r for m in MODULES for r in m.RULES}
 # rule -> (check, severity, meaning)
 RULES: dict[str, tuple[str, str, str]] = {r.name: (r.check, r.severity, r.meaning) for r in CATALOGUE.values()}

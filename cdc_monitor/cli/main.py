@@ -93,7 +93,7 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
                                  allow_empty=allow_empty)
     out.log("cdc-monitor: starting Spark ...")
     from cdc_monitor.pipeline import run_scan
-    from cdc_monitor.spark import get_spark
+    from cdc_monitor.runtime.session import get_spark
 
     spark = get_spark(cfg.spark_master, cfg.spark_conf, small_input=source_input.small)
     what = f"{len(source_input.ranges)} Kafka partition(s)" if source_input.ranges is not None else f"{len(paths)} path(s)"
@@ -158,14 +158,14 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
     source_input = prepare_input(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf),
                                  allow_empty=allow_empty)
     out.log("cdc-monitor: loading Great Expectations ...")
-    from cdc_monitor.gate.run import run_gate
-    from cdc_monitor.gate.runner import GateRunner
+    from cdc_monitor.gate.evaluate import run_gate
+    from cdc_monitor.gate.gx_runner import GateRunner
 
     runner = GateRunner(data_docs)
     runner.prepare(suites)  # unknown expectations: exit 2 before the scan
     out.log("cdc-monitor: starting Spark ...")
     from cdc_monitor.pipeline import run_scan
-    from cdc_monitor.spark import get_spark
+    from cdc_monitor.runtime.session import get_spark
 
     spark = get_spark(cfg.spark_master, cfg.spark_conf, small_input=source_input.small)
     scanned = run_scan(source_input.read(spark), cfg, progress=lambda line: out.log(f"cdc-monitor: {line}"),
@@ -296,7 +296,7 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
     from cdc_monitor.sources.kafka.client import BrokerInspector
     from cdc_monitor.sources.kafka.options import KafkaOptions
     from cdc_monitor.sources.kafka.planner import select_topics
-    from cdc_monitor.watch.engine import WatchSettings
+    from cdc_monitor.watch.batch import WatchSettings
     from cdc_monitor.watch.state import StateStore
 
     StateStore.check(Path(checkpoint))  # a checkpoint of an earlier format: exit 2 before Spark starts
@@ -325,8 +325,8 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
                              topic_partitions=tuple((t, existing[t]) for t in chosen))
     click.echo(f"cdc-monitor watch: {len(chosen)} topic(s): {', '.join(chosen[:8])}{' ...' if len(chosen) > 8 else ''}",
                err=True)
-    from cdc_monitor.jvm import operator_jar_problem
-    from cdc_monitor.spark import get_spark
+    from cdc_monitor.runtime.jvm import operator_jar_problem
+    from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.watch.runner import Watcher, WatchOptions
 
     if problem := operator_jar_problem():  # before Spark starts
@@ -377,7 +377,7 @@ def dashboards_push(grafana_url: str, token_env: str, folder: str, folder_path: 
 def warm_up() -> None:
     """Write the JVM class archive that makes every later run start seconds faster (runs once by
     itself otherwise; for images and CI set-up). CDC_MONITOR_JVM_CACHE=off disables the archive."""
-    from cdc_monitor.jvm import warm_up as write_archive
+    from cdc_monitor.runtime.jvm import warm_up as write_archive
 
     archive, seconds, removed = write_archive()
     if archive is None:

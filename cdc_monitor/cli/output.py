@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from cdc_monitor.errors import UsageError
 
 if TYPE_CHECKING:
-    from cdc_monitor.gate.run import GateResult
+    from cdc_monitor.gate.evaluate import GateResult
     from cdc_monitor.pipeline import ScanResult
     from cdc_monitor.reconcile.outcome import ReconcileOutcome
     from cdc_monitor.sinks.prometheus import MetricsSnapshot

@@ -58,8 +58,8 @@ def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc
     source_input = prepare_input(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf))
     out.log("cdc-monitor: starting Spark ...")
     from cdc_monitor.reconcile.run import run_reconcile
+    from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.sinks import prometheus
-    from cdc_monitor.spark import get_spark
 
     conf = dict(cfg.spark_conf)
     conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars"), str(jdbc.jar)) if j)

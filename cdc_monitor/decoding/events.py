@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdc_monitor.decoding.avro import PRE_COLUMNS
+from cdc_monitor.decoding.avro_wire import PRE_COLUMNS
 from cdc_monitor.decoding.envelope import CORRUPT, JSON_OPTIONS, KEY_SCHEMA, PAYLOAD_FIELDS, VALUE_SCHEMA
 from cdc_monitor.decoding.positions import position_expr
 from cdc_monitor.vocabulary import CONNECTORS, PG_TXN_ID, TRANSACTION_SERVER_REGEX, UNKNOWN_FLAVOUR, TopicRoles
@@ -103,7 +103,7 @@ def _table(flavour: Column, src: Column, value_schema: Column, topic: Column) ->
 
 
 def _pre(records: DataFrame, name: str) -> Column:
-    """A column of an Avro stage (decoding/avro.py), or its typed null on JSON input."""
+    """A column of an Avro stage (decoding/avro_wire.py), or its typed null on JSON input."""
     typ = PRE_COLUMNS[name].dataType
     return (F.col(name) if name in records.columns else F.lit(None).cast(typ)).alias(name)
 
@@ -159,7 +159,7 @@ def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tu
     )
     value_bad_shape = has_value & v.isNotNull() & v[CORRUPT].isNotNull() & ~value_bad_json
     key_bad_json = F.col("key").isNotNull() & (k.isNull() | k[CORRUPT].isNotNull() | ~_one_document(F.col("key")))
-    decode_error = (  # an Avro stage's verdict first (decoding/avro.py)
+    decode_error = (  # an Avro stage's verdict first (decoding/avro_wire.py)
         F.when(F.col("pre_error").isNotNull(), F.col("pre_error"))
         .when(value_bad_json, F.lit("invalid_json"))
         .when(value_bad_shape, F.lit("invalid_envelope"))

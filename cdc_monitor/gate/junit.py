@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cdc_monitor.errors import InputError
-from cdc_monitor.gate.runner import Outcome
+from cdc_monitor.gate.gx_runner import Outcome
 
 
 def junit_xml(outcomes: Sequence[Outcome]) -> bytes:

@@ -18,7 +18,7 @@ def kcat_lines(traffic: Traffic) -> Iterator[str]:
     for rec in traffic.records:
         key, value = serialize(rec, traffic.schemas)
         if traffic.value_format != "json":
-            from cdc_monitor.generator.avro import avro_json
+            from cdc_monitor.generator.avro_traffic import avro_json
 
             key = avro_json(rec.key_schema or {}, rec.key) if rec.key is not None else None
             value = avro_json(rec.value_schema or {}, rec.value) if rec.value is not None else None

@@ -53,7 +53,7 @@ def _encoder(traffic: Traffic, registry: dict[str, str] | None) -> Callable[[Rec
     if traffic.value_format == "avro":
         if not registry or not registry.get("url"):
             raise InputError("Avro traffic to Kafka needs --schema-registry URL (its schemas are registered there)")
-        from cdc_monitor.generator.avro import AvroWireEncoder
+        from cdc_monitor.generator.avro_traffic import AvroWireEncoder
 
         return AvroWireEncoder(registry["url"], registry).encode
 

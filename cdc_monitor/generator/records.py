@@ -30,7 +30,7 @@ class Rec:
     raw_key: str | None = None  # serialized key, fixed once computed
     raw_value: str | None = None
     documents: bool = False  # MongoDB: before/after are written as JSON text
-    wire_fault: str | None = None  # Avro traffic: how the serialized value is damaged (generator/avro.py)
+    wire_fault: str | None = None  # Avro traffic: how the serialized value is damaged (generator/avro_traffic.py)
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Faults of Avro traffic: which JSON faults Avro cannot carry, and the wire-format faults instead
-(mixed into generator/faults.FaultPlan; the bytes are damaged when serialized, generator/avro.py)."""
+(mixed into generator/faults.FaultPlan; the bytes are damaged when serialized, generator/avro_traffic.py)."""
 
 from __future__ import annotations
 

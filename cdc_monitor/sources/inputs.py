@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from cdc_monitor.sources.base import SourceResult
     from cdc_monitor.sources.kafka.planner import OffsetRange
 
-# below these, a scan is dominated by start-up and planning, not by data (jvm.py's JIT choice)
+# below these, a scan is dominated by start-up and planning, not by data (runtime/jvm.py's JIT choice)
 SMALL_BYTES = 32 * 1024 * 1024
 SMALL_RECORDS = 20_000
 

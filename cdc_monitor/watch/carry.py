@@ -46,7 +46,7 @@ from pyspark.sql import functions as F
 from cdc_monitor.checks.lag import with_lag
 from cdc_monitor.decoding import decode_records
 from cdc_monitor.errors import EnvironmentProblem
-from cdc_monitor.jvm import operator_jar, operator_jar_problem
+from cdc_monitor.runtime.jvm import operator_jar, operator_jar_problem
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -321,7 +321,7 @@ def carry_input(stream: DataFrame, scan: ScanConfig) -> DataFrame:
     registry, keys and values are decoded from Avro first (schemas fetched by id where first met),
     so keys and transactions are grouped as for JSON. (A frame of records, streaming or not.)"""
     from cdc_monitor.avro.registry import RegistrySettings
-    from cdc_monitor.decoding.avro import RegistrySchemas, decode_avro_json, decode_wire_format
+    from cdc_monitor.decoding.avro_wire import RegistrySchemas, decode_avro_json, decode_wire_format
 
     raw = stream.withColumns({
         "raw_key": F.col("key"), "raw_value": F.col("value"), "record_us": F.unix_micros("timestamp"),

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.sinks.prometheus import MetricsServer, MetricsSnapshot
 from cdc_monitor.vocabulary import TxStatus
-from cdc_monitor.watch.engine import BatchOutcome, WatchSettings, overdue, process_batch
+from cdc_monitor.watch.batch import BatchOutcome, WatchSettings, overdue, process_batch
 from cdc_monitor.watch.state import StateStore, WatchState
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_monitor.sources.base import KAFKA_COLUMNS, KAFKA_SCHEMA
+from cdc_monitor.watch.batch import BatchOutcome, WatchSettings, process_batch
 from cdc_monitor.watch.carry import STREAM_CONF, carry_stream
-from cdc_monitor.watch.engine import BatchOutcome, WatchSettings, process_batch
 from cdc_monitor.watch.state import StateStore, WatchState
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cdc_monitor.gate.runner import Outcome
+from cdc_monitor.gate.gx_runner import Outcome
 
 
 def outcome(result: dict) -> Outcome:

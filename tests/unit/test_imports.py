@@ -15,7 +15,7 @@ MODULES = sorted(m.name for m in pkgutil.walk_packages(cdc_monitor.__path__, "cd
 
 
 def test_the_package_has_its_modules():
-    assert {"cdc_monitor.watch.runner", "cdc_monitor.watch.engine", "cdc_monitor.pipeline", "cdc_monitor.cli.main"} <= set(MODULES)
+    assert {"cdc_monitor.watch.runner", "cdc_monitor.watch.batch", "cdc_monitor.pipeline", "cdc_monitor.cli.main"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from cdc_monitor import jvm
+from cdc_monitor.runtime import jvm
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_a_mapped_archive_counts_as_used(cache):
 
 
 def test_a_new_package_zip_removes_the_oldest(cache):
-    from cdc_monitor.spark import package_zip
+    from cdc_monitor.runtime.session import package_zip
 
     old = [_aged(cache / f"cdc_monitor-0.0.{i}-{i:012x}.zip", 100 * (i + 1)) for i in range(jvm.KEPT_ZIPS + 2)]
     dead_part = _aged(cache / f"cdc_monitor-0.0.9-000000000009.zip.{_dead_pid()}.part", 50)

@@ -35,12 +35,13 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+from cdc_monitor.runtime.settings import SMALL_INPUT
+
 LOGGING = "-Xlog:disable -Xlog:all=error:stderr"
-SMALL_INPUT = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 CLASSPATH_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
 # watch's JVM operator (cdc_monitor/java, built by scripts/build_jar.sh), one jar per Spark minor:
 # every session has the installed pyspark's in spark.jars
-JAR_FOLDER = Path(__file__).resolve().parent / "java"
+JAR_FOLDER = Path(__file__).resolve().parent.parent / "java"
 JAR_STAMP = "cdcmonitor/build.properties"
 DUMP_TIMEOUT_S = 300
 # The cache keeps the most recently used few of each kind it writes: an archive (~170 MB) per Java,
@@ -256,7 +257,7 @@ def warm_up() -> tuple[Path | None, float, list[Path]]:
 
     import pyspark
 
-    from cdc_monitor.spark import LOCAL_DEFAULTS
+    from cdc_monitor.runtime.settings import LOCAL_DEFAULTS
 
     started = time.time()
     settings = {"spark.jars": with_operator_jar(None)}
@@ -264,7 +265,7 @@ def warm_up() -> tuple[Path | None, float, list[Path]]:
     archive = None
     if start.dump_to is not None:
         submit = Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
-        script = Path(__file__).resolve().parent / "warm_scan.py"
+        script = Path(__file__).resolve().parent.parent / "warm_scan.py"
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
                "SPARK_LOCAL_IP": "127.0.0.1"}
         env.pop("SPARK_HOME", None)  # pyspark's own Spark, whose classes the archive is keyed by

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from cdc_monitor.checks.avro import avro_rules
 from cdc_monitor.checks.decode import decode_rules
 from cdc_monitor.checks.findings import record_findings
 from cdc_monitor.checks.lag import lag_rules, lag_spike_findings, lag_table
 from cdc_monitor.checks.ordering import ordering_findings
+from cdc_monitor.checks.registry_schemas import avro_rules
 from cdc_monitor.checks.schema import ShapeVerdicts, embedded_schema_findings, envelope_rules, topic_findings
 from cdc_monitor.checks.schema_changes import schema_change_findings
 from cdc_monitor.checks.snapshots import snapshot_restarted_findings, snapshot_rules

@@ -17,65 +17,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_monitor.errors import EnvironmentProblem
-from cdc_monitor.jvm import SMALL_INPUT, with_operator_jar
+from cdc_monitor.runtime.jvm import with_operator_jar
+from cdc_monitor.runtime.settings import (
+    CLUSTER_DEFAULTS,
+    LOCAL_DEFAULTS,
+    SMALL_ON_A_CLUSTER,
+    SMALL_PLANS_ON_A_CLUSTER,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from cdc_monitor.jvm import DriverStart
-
-LOCAL_DEFAULTS: dict[str, str] = {
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
-    # One shuffle partition per core, planned up front: adaptive execution runs every shuffle
-    # stage as a job of its own and broadcasts each small join side in another (a scan was ~58
-    # jobs with it, 5 without; a 1.5k-record scan 8.4 s warm instead of 11.5 s, measured), and
-    # with a partition per core there is nothing left for it to coalesce.
-    "spark.sql.shuffle.partitions": str(os.cpu_count() or 2),
-    "spark.default.parallelism": str(os.cpu_count() or 2),
-    "spark.sql.adaptive.enabled": "false",
-    "spark.sql.autoBroadcastJoinThreshold": "-1",
-    "spark.sql.session.timeZone": "UTC",
-    "spark.driver.memory": "2g",
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # Interpreted expressions instead of generated code: a scan runs ~60 Spark jobs over little
-    # data per core, and compiling their code cost more than it saved (measured on 2 cores:
-    # 100k events 46.7 s vs 51.4 s, 25k 28.2 vs 31.9 s, a 1,776-record capture 22 vs 25 s).
-    # On a cluster with more data per task codegen pays off, so this is a local-mode default.
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-}
-# Needed wherever it runs: UTC times; JSON objects with a repeated key (seed 001's MySQL update
-# repeats "name") parse as from_json does, last one wins, instead of failing as variants.
-# A scan generates ~350 classes; Spark keeps 100 compiled, so every window (watch's micro-batches,
-# repeated scans in one session) compiled them all again: ~5 s per window, measured.
-CLUSTER_DEFAULTS: dict[str, str] = {
-    "spark.sql.session.timeZone": "UTC",
-    "spark.sql.variant.allowDuplicateKeys": "true",
-    "spark.sql.codegen.cache.maxEntries": "2000",
-    # PySpark records the Python call site of every column function for error messages: two
-    # extra JVM round trips per call, ~1 s of a small scan's planning (18k instead of 31k calls)
-    "spark.python.sql.dataFrameDebugging.enabled": "false",
-    # A frame held in one partition (a small window, engine/cache.py) is joined as it is, however
-    # large Spark estimates it: above this size Spark shuffles it (a checkpoint's estimate is often
-    # unknown, so "huge"), and every join of a small window would shuffle again
-    "spark.sql.maxSinglePartitionBytes": str(2**62),
-}
-LOCAL_DEFAULTS |= CLUSTER_DEFAULTS
-# A small input on a cluster is a small input in cold executors: what local mode does for every
-# input (interpreted expressions, no adaptive re-planning) and a quick-to-compile JVM (jvm.py).
-# An 800-record capture on a two-worker standalone cluster: 33.6 s as Spark's defaults, 23.1 s so.
-# watch's micro-batches are small inputs too: the same plan choices (its executors keep the
-# default JIT: they live as long as the watch).
-SMALL_PLANS_ON_A_CLUSTER: dict[str, str] = {
-    "spark.sql.adaptive.enabled": "false",
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-}
-SMALL_ON_A_CLUSTER: dict[str, str] = {**SMALL_PLANS_ON_A_CLUSTER, "spark.executor.extraJavaOptions": SMALL_INPUT}
-
+    from cdc_monitor.runtime.jvm import DriverStart
 
 def _check_java() -> None:
     if os.environ.get("JAVA_HOME") or shutil.which("java"):
@@ -91,7 +44,7 @@ def _driver_start(settings: dict[str, str], small_input: bool) -> DriverStart | 
     an active session, or a process spark-submit started)."""
     from pyspark.sql import SparkSession
 
-    from cdc_monitor.jvm import DriverStart
+    from cdc_monitor.runtime.jvm import DriverStart
 
     if SparkSession.getActiveSession() is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
         return None
@@ -105,7 +58,7 @@ KEPT_JVM_LOGS = 10
 
 
 def jvm_log_dir() -> Path:
-    from cdc_monitor.jvm import cache_dir
+    from cdc_monitor.runtime.jvm import cache_dir
 
     return cache_dir() / "logs"
 
@@ -198,7 +151,7 @@ def package_zip() -> Path:
     import zipfile
 
     import cdc_monitor
-    from cdc_monitor.jvm import KEPT_ZIPS, ZIP_PARTS, ZIPS, cache_dir, prune, touch
+    from cdc_monitor.runtime.jvm import KEPT_ZIPS, ZIP_PARTS, ZIPS, cache_dir, prune, touch
 
     root = Path(cdc_monitor.__file__).resolve().parent
     files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)

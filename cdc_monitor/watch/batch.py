@@ -27,11 +27,11 @@ from pyspark.sql import functions as F
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.checks.findings import FINDING_COLUMNS
 from cdc_monitor.checks.lag import lag_row_ms
-from cdc_monitor.checks.registry import run_checks
 from cdc_monitor.checks.schema import ShapeVerdicts, judge_shapes
+from cdc_monitor.checks.suite import run_checks
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import decode_records, without_texts
-from cdc_monitor.decoding.avro import avro_as_json
+from cdc_monitor.decoding.avro_wire import avro_as_json
 from cdc_monitor.decoding.events import txn_key
 from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import heartbeats

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.gate.frames import aggregate_frames, events_frame
-from cdc_monitor.gate.runner import GateRunner, Outcome
+from cdc_monitor.gate.gx_runner import GateRunner, Outcome
 from cdc_monitor.gate.suites import Suite
 
 if TYPE_CHECKING:
