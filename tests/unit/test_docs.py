@@ -49,3 +49,11 @@ def test_the_readme_links_every_page():
     readme = (ROOT / "README.md").read_text()
     for page in DOCS.glob("*.md"):
         assert f"docs/{page.name}" in readme, page.name
+
+
+def test_every_relative_link_of_the_readme_and_docs_exists():
+    pages = [ROOT / "README.md", *DOCS.glob("*.md")]
+    broken = [f"{page.name}: {target}" for page in pages
+              for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text())
+              if not (page.parent / target).exists()]
+    assert not broken, broken
