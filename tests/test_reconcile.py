@@ -98,6 +98,30 @@ def test_without_schemas_and_in_key_ranges_the_verdict_is_the_same(reconcile_wit
     assert [t.table for t in quiet.tables] == ["inventory.stock"] and quiet.mismatches == 0
 
 
+def test_from_kafka_the_verdict_is_the_same(spark, kafka_broker, reconcile_with, shop, outcome):
+    """The same events produced to a broker and read with scan's Kafka flags (topics by regex)."""
+    from confluent_kafka import Producer
+
+    from cdc_monitor.reconcile.run import run_reconcile
+    from cdc_monitor.sources.inputs import KafkaFlags, prepare_input
+
+    producer = Producer({"bootstrap.servers": kafka_broker, "linger.ms": 5})
+    for line in shop[1]["schemas"].read_text().splitlines():
+        r = json.loads(line)
+        value = r["payload"].encode() if r["payload"] is not None else None
+        producer.produce(f"reconcile.{r['topic']}", key=r["key"].encode(), value=value, partition=0)
+    assert producer.flush(30) == 0
+    prepared = prepare_input((), KafkaFlags(bootstrap_servers=kafka_broker, topics=r"reconcile\..*"))
+    from_kafka = run_reconcile(prepared.read(spark), outcome_jdbc(shop))
+    assert by_table(from_kafka) == by_table(outcome)
+
+
+def outcome_jdbc(shop):
+    from cdc_monitor.reconcile.connection import jdbc_settings
+
+    return jdbc_settings(shop[0].url, USER, str(shop[2]))
+
+
 def test_text_and_html_reports(outcome, tmp_path):
     from cdc_monitor.sinks.reconcile_report import render_html, render_text
 
