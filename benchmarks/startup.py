@@ -42,7 +42,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     from cdc_monitor.generator import generate
-    from cdc_monitor.generator.capture import write_capture
+    from cdc_monitor.generator.kcat_writer import write_capture
     from cdc_monitor.runtime.jvm import archive_path
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -19,7 +19,7 @@ from pathlib import Path
 from benchmarks import parse_limit
 from benchmarks.measure import _rss_and_kind, _tree
 from cdc_monitor.generator import generate
-from cdc_monitor.generator.capture import write_capture
+from cdc_monitor.generator.kcat_writer import write_capture
 from cdc_monitor.generator.produce import produce_traffic
 from cdc_monitor.sources.kafka.options import KafkaOptions
 from tests.support.broker import Tansu, free_port

@@ -11,7 +11,7 @@ from pathlib import Path
 def main(folder: str) -> None:
     from cdc_monitor.config import ScanConfig
     from cdc_monitor.generator import generate
-    from cdc_monitor.generator.capture import write_capture
+    from cdc_monitor.generator.kcat_writer import write_capture
     from cdc_monitor.pipeline import run_scan
     from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.sources.capture import read_capture

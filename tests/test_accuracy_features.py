@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cdc_monitor.generator import FLAVOUR_NAMES, generate
-from cdc_monitor.generator.capture import kcat_lines, write_capture
+from cdc_monitor.generator.kcat_writer import kcat_lines, write_capture
 
 EVENTS = 300
 TX_FLAVOURS = [f for f in FLAVOUR_NAMES if f != "dtle"]

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from cdc_monitor.generator import FLAVOUR_NAMES, generate
-from cdc_monitor.generator.capture import kcat_lines, label_dicts, write_capture
 from cdc_monitor.generator.faults import ALL_RULES
+from cdc_monitor.generator.kcat_writer import kcat_lines, label_dicts, write_capture
 
 EXAMPLES = int(os.environ.get("CDC_MONITOR_PROPERTY_EXAMPLES", "1"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from cdc_monitor.cli.main import cli
 from cdc_monitor.generator import generate
-from cdc_monitor.generator.capture import label_dicts, write_capture
+from cdc_monitor.generator.kcat_writer import label_dicts, write_capture
 from cdc_monitor.generator.produce import produce_traffic
 from cdc_monitor.generator.wire_faults import AVRO_WIRE_RULES
 from cdc_monitor.sources.kafka.options import KafkaOptions

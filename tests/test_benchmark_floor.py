@@ -8,7 +8,7 @@ from pathlib import Path
 
 from benchmarks.floor import floor_job
 from cdc_monitor.generator import generate
-from cdc_monitor.generator.capture import write_capture
+from cdc_monitor.generator.kcat_writer import write_capture
 
 
 def test_the_floor_job_reads_every_record_in_one_spark_job(tmp_path, spark):

@@ -84,7 +84,7 @@ def test_bad_records_are_counted_exactly_and_kept_visible(scan, tmp_path):
 
 def test_overlapping_captures_count_each_record_once_and_say_so(scan, tmp_path):
     from cdc_monitor.generator import generate
-    from cdc_monitor.generator.capture import write_capture
+    from cdc_monitor.generator.kcat_writer import write_capture
 
     whole = tmp_path / "whole.jsonl"
     write_capture(generate("sqlserver", events=150, seed=9, partitions=2), whole)

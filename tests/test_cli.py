@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cdc_monitor.generator import generate
-from cdc_monitor.generator.capture import write_capture
+from cdc_monitor.generator.kcat_writer import write_capture
 from cdc_monitor.runtime import jvm
 
 

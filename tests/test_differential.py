@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from benchmarks.plain_python import run as baseline
 from cdc_monitor.generator import FLAVOUR_NAMES, generate
-from cdc_monitor.generator.capture import write_capture
+from cdc_monitor.generator.kcat_writer import write_capture
 
 # rules both implementations judge with the same meaning on generated traffic
 SHARED = frozenset({"invalid_json", "duplicate", "event_after_delete", "position_regression", "missing_begin",

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from cdc_monitor.generator import FLAVOUR_NAMES, generate
-from cdc_monitor.generator.capture import kcat_lines
+from cdc_monitor.generator.kcat_writer import kcat_lines
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 EXTREMES: tuple[Any, ...] = (

@@ -79,7 +79,7 @@ def gate_locally(spark, capture: Path):
 
 def test_clean_capture_passes_every_shipped_suite(spark, tmp_path):
     from cdc_monitor.generator import generate
-    from cdc_monitor.generator.capture import write_capture
+    from cdc_monitor.generator.kcat_writer import write_capture
 
     write_capture(generate("sqlserver", events=300, seed=21), tmp_path / "clean.jsonl")
     result = gate_locally(spark, tmp_path / "clean.jsonl")
@@ -96,7 +96,7 @@ def test_faulty_capture_fails_the_gate_with_junit_and_data_docs(spark, tmp_path)
 
     from cdc_monitor.cli.main import cli
     from cdc_monitor.generator import generate
-    from cdc_monitor.generator.capture import write_capture
+    from cdc_monitor.generator.kcat_writer import write_capture
 
     traffic = generate("mysql", events=600, seed=5, faults=True)
     write_capture(traffic, tmp_path / "faulty.jsonl")

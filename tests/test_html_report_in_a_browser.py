@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.cli.main import cli
 from cdc_monitor.generator import generate
-from cdc_monitor.generator.capture import label_dicts, write_capture
+from cdc_monitor.generator.kcat_writer import label_dicts, write_capture
 from cdc_monitor.sinks.html_charts import CHARTS
 from tests.support.browser import chromium
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from cdc_monitor.checks import suite
 from cdc_monitor.generator import generate
-from cdc_monitor.generator.capture import write_capture
+from cdc_monitor.generator.kcat_writer import write_capture
 
 BUDGET = 12
 

@@ -223,7 +223,7 @@ def test_empty_window_cli_exit_2_before_spark(kafka_broker):
 def test_scan_from_kafka_equals_scan_of_the_same_records_from_a_capture(spark, scan, kafka_broker, tmp_path):
     from cdc_monitor.config import ScanConfig
     from cdc_monitor.generator import generate
-    from cdc_monitor.generator.capture import label_dicts, write_capture
+    from cdc_monitor.generator.kcat_writer import label_dicts, write_capture
     from cdc_monitor.generator.produce import produce_traffic
     from cdc_monitor.pipeline import run_scan
 
@@ -251,7 +251,7 @@ def test_cli_generate_to_kafka_then_scan_a_time_window_on_a_cluster(kafka_broker
 
     from cdc_monitor.config import ScanConfig
     from cdc_monitor.generator import generate
-    from cdc_monitor.generator.capture import label_dicts, write_capture
+    from cdc_monitor.generator.kcat_writer import label_dicts, write_capture
     from cdc_monitor.pipeline import run_scan
     from cdc_monitor.sinks.prometheus import MetricsSnapshot, render
     from cdc_monitor.sources.capture import read_capture

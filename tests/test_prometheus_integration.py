@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from cdc_monitor.dashboards.build import dashboard
 from cdc_monitor.generator import generate
-from cdc_monitor.generator.capture import write_capture
+from cdc_monitor.generator.kcat_writer import write_capture
 from cdc_monitor.sinks.prometheus import MetricsServer, MetricsSnapshot, push, render, write_textfile
 from tests.support.promtools import binary, get, query, start_prometheus, start_pushgateway
 

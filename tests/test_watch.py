@@ -17,7 +17,7 @@ from collections import Counter
 from prometheus_client.parser import text_string_to_metric_families
 
 from cdc_monitor.generator import generate
-from cdc_monitor.generator.capture import label_dicts
+from cdc_monitor.generator.kcat_writer import label_dicts
 from cdc_monitor.generator.produce import produce_traffic
 from cdc_monitor.sources.kafka.options import KafkaOptions
 from tests.support.broker import free_port

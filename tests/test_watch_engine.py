@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from cdc_monitor.checks import suite
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.generator import generate
-from cdc_monitor.generator.capture import label_dicts, write_capture
+from cdc_monitor.generator.kcat_writer import label_dicts, write_capture
 from cdc_monitor.generator.wire_faults import AVRO_WIRE_RULES
 from cdc_monitor.sources.capture import read_capture
 from cdc_monitor.watch.batch import WatchSettings, overdue, process_batch

@@ -13,6 +13,7 @@ import click
 from cdc_monitor import __version__
 from cdc_monitor.cli.help import epilog
 from cdc_monitor.cli.kafka_flags import apply_format_flags, format_flags, kafka_flags, pop_kafka_flags
+from cdc_monitor.cli.layered_config import scan_config
 from cdc_monitor.errors import EXIT_CANNOT_RUN, EXIT_FINDINGS, EXIT_OK, CdcMonitorError, EnvironmentProblem, UsageError
 from cdc_monitor.vocabulary import FAIL_ON
 
@@ -111,20 +112,6 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
-def scan_config(config_file: str | None, transaction_topic: str | None, lag_threshold: str | None = None,
-                **overrides: Any):
-    """Defaults < config file < environment < flags."""
-    from cdc_monitor.config import load_config, parse_duration_ms
-    from cdc_monitor.vocabulary import exact_topic_regex
-
-    cfg = load_config(config_file)
-    return cfg.with_overrides(
-        lag_threshold_ms=parse_duration_ms(lag_threshold, "--lag-threshold") if lag_threshold else None,
-        transaction_topic_regex=exact_topic_regex(transaction_topic) if transaction_topic else None,
-        **overrides,
-    )
-
-
 @cli.command(epilog=epilog("gate"))
 @click.argument("paths", nargs=-1, type=click.Path())
 @kafka_flags
@@ -219,7 +206,7 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
              heartbeats: bool, value_format: str, schema_registry_url: str | None) -> None:
     """Write synthetic Debezium traffic (optionally with labelled faults) as a kcat -J capture or to Kafka."""
     from cdc_monitor.generator import generate as gen
-    from cdc_monitor.generator.capture import default_labels_path, write_capture, write_labels
+    from cdc_monitor.generator.kcat_writer import default_labels_path, write_capture, write_labels
 
     if bool(output_path) == bool(bootstrap_servers):
         raise UsageError("give exactly one of --output PATH and --bootstrap-servers HOST:PORT")

@@ -41,7 +41,7 @@ def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc
               push_gateway: str | None, textfile: str | None, job: str, spark_master: str | None, quiet: bool,
               **kafka: Any) -> None:
     """Did every row of the source database reach the topic? Exit 1 on a missing, extra or differing row."""
-    from cdc_monitor.cli.main import scan_config
+    from cdc_monitor.cli.layered_config import scan_config
     from cdc_monitor.cli.output import Output, prepare_output_path
     from cdc_monitor.reconcile.connection import jdbc_settings
     from cdc_monitor.sources.inputs import prepare_input

@@ -11,10 +11,10 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from cdc_monitor.generator.connect_schemas import envelope_schema, key_schema
 from cdc_monitor.generator.flavours import TABLES, TableDef
 from cdc_monitor.generator.lag_faults import LagFaults
 from cdc_monitor.generator.records import STANDALONE_EV, Label, Rec, serialize
-from cdc_monitor.generator.schemas import envelope_schema, key_schema
 from cdc_monitor.generator.snapshot_faults import SnapshotFaults
 from cdc_monitor.generator.wire_faults import AVRO_INEXPRESSIBLE, AVRO_WIRE_RULES, WireFaults
 from cdc_monitor.vocabulary import SNAPSHOT_OPS_UNDOCUMENTED

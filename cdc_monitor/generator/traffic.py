@@ -17,10 +17,7 @@ import random
 from typing import Any
 
 from cdc_monitor.errors import UsageError
-from cdc_monitor.generator.flavours import FLAVOURS, TABLES, TableDef
-from cdc_monitor.generator.partitioner import partition_for
-from cdc_monitor.generator.records import KeyPool, KeyState, Rec, Traffic, _dumps, serialize_key
-from cdc_monitor.generator.schemas import (
+from cdc_monitor.generator.connect_schemas import (
     DECIMAL,
     DECIMAL_SCALE,
     HEARTBEAT_KEY_SCHEMA,
@@ -31,6 +28,9 @@ from cdc_monitor.generator.schemas import (
     key_schema,
     row_schema,
 )
+from cdc_monitor.generator.flavours import FLAVOURS, TABLES, TableDef
+from cdc_monitor.generator.partitioner import partition_for
+from cdc_monitor.generator.records import KeyPool, KeyState, Rec, Traffic, _dumps, serialize_key
 from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX as HEARTBEAT_PREFIX
 
 BASE_TS_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z

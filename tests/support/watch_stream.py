@@ -37,7 +37,7 @@ def stage_stream(spark: SparkSession, folder: Path, events: int, batch: int, **t
     from pyspark.sql import functions as F
 
     from cdc_monitor.generator import generate
-    from cdc_monitor.generator.capture import write_capture
+    from cdc_monitor.generator.kcat_writer import write_capture
     from cdc_monitor.sources.capture import read_capture
 
     write_capture(generate("mysql", events=events, seed=3, **traffic), folder / "c.jsonl")

@@ -15,8 +15,8 @@ from cdc_monitor.avro.schemas import connect_to_avro, strip_logical_types, to_av
 from cdc_monitor.checks.registry_schemas import avro_name, judge_schema
 from cdc_monitor.errors import InputError, UsageError
 from cdc_monitor.generator.avro_traffic import UNKNOWN_SCHEMA_ID, avro_json, damage
+from cdc_monitor.generator.connect_schemas import MARKER_VALUE_SCHEMA, envelope_schema, key_schema
 from cdc_monitor.generator.flavours import FLAVOURS, TABLES
-from cdc_monitor.generator.schemas import MARKER_VALUE_SCHEMA, envelope_schema, key_schema
 from tests.registry_server import RegistryServer
 
 PRODUCTS = next(t for t in TABLES if t.name == "products")

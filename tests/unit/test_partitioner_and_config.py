@@ -69,7 +69,7 @@ def test_capture_folder_under_a_hidden_folder_is_read_but_hidden_files_inside_ar
 
 def test_folder_scans_skip_the_generators_fault_labels(tmp_path):
     from cdc_monitor.generator import generate
-    from cdc_monitor.generator.capture import default_labels_path, write_capture
+    from cdc_monitor.generator.kcat_writer import default_labels_path, write_capture
     from cdc_monitor.sources.capture import expand_paths
 
     capture = tmp_path / "mysql.jsonl.gz"
