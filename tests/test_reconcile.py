@@ -4,10 +4,7 @@ differ from its tables in known ways, counted exactly."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
@@ -152,23 +149,51 @@ def test_text_and_html_reports(outcome, tmp_path):
     assert "MISMATCH: 8 row(s) missing, extra or differing" in shown and "changed in the source / note 10" in shown
 
 
-def test_cli_json_report_metrics_and_exit_1_without_showing_the_password(shop, tmp_path):
+def test_cli_json_report_metrics_and_exit_1_without_showing_the_password(spark, reconcile_with, shop, tmp_path,
+                                                                         monkeypatch):
+    """The verb as a user runs it (in this process: the suite's session is the one it gets)."""
+    from click.testing import CliRunner
+
+    from cdc_monitor.cli.main import cli
+
     pg, captures, password = shop
     report, prom = tmp_path / "reconcile.json", tmp_path / "reconcile.prom"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CDC_MONITOR_JDBC")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "cdc_monitor", "reconcile", str(captures["schemas"]), "--jdbc-url", pg.url,
-         "--jdbc-user", USER, "--jdbc-password-file", str(password), "--tables", "public.orders,public.items",
-         "--output", "json", "--report-file", str(report), "--textfile", str(prom)],
-        capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 1, proc.stderr
+    for name in ("CDC_MONITOR_JDBC_USER", "CDC_MONITOR_JDBC_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    result = CliRunner().invoke(cli, [
+        "reconcile", str(captures["schemas"]), "--jdbc-url", pg.url, "--jdbc-user", USER,
+        "--jdbc-password-file", str(password), "--tables", "public.orders,public.items",
+        "--output", "json", "--report-file", str(report), "--textfile", str(prom)])
+    assert result.exit_code == 1, result.output
     data = json.loads(report.read_text())
     assert [t["table"] for t in data["reconcile"]] == ["public.items", "public.orders"]
     assert counts(data["reconcile"][1]) == ORDERS and data["mismatches"] == 8
     assert data["source"]["url"] == pg.url and data["source"]["dialect"] == "postgresql"
+    assert "8 mismatching row(s)" in result.output
     metrics = prom.read_text()
     assert 'cdc_reconcile_rows{state="missing",table="public.orders"} 2.0' in metrics
     assert 'cdc_reconcile_rows{state="in_flight",table="public.orders"} 1.0' in metrics
     assert 'cdc_reconcile_checksum_equal{table="public.items"} 0.0' in metrics
-    for text in (proc.stdout, proc.stderr, report.read_text(), metrics):
+    for text in (result.output, report.read_text(), metrics):
         assert PASSWORD not in text
+
+
+def test_settle_turns_a_change_that_lands_meanwhile_into_in_flight(spark, reconcile_with, shop):
+    """Order 10's source change reaches agreement while the run settles (its note is put back, as
+    the event would have been applied): on the second read it matches, so it was in flight. Last in
+    this module: it leaves order 10's row newer than the window."""
+    from cdc_monitor.reconcile.run import run_reconcile
+    from cdc_monitor.sources.capture import read_capture
+
+    pg, captures, _ = shop
+
+    def read_again():
+        pg.sql("update public.orders set note = 'note 10' where id = 10")
+        return read_capture(spark, [str(captures["schemas"])])
+
+    settled = run_reconcile(read_capture(spark, [str(captures["schemas"])]), outcome_jdbc(shop),
+                            tables=("public.orders",), settle=(0.1, read_again))
+    orders = by_table(settled)["public.orders"]
+    assert counts(orders) == {**ORDERS, "differs": 0, "in_flight": 2}
+    assert [s["key"] for s in orders["samples"]["in_flight"]] == [{"id": "10"}, {"id": "11"}]
+    assert "settle" in settled.timings

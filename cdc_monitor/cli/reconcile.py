@@ -26,6 +26,8 @@ from cdc_monitor.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 @click.option("--max-samples", type=click.IntRange(0), default=10, show_default=True, help="Keys listed per table and state.")
 @click.option("--rows-per-partition", type=click.IntRange(1), default=500_000, show_default=True,
               help="Source rows per JDBC read partition (tables with one integer key column are read in key ranges).")
+@click.option("--settle", help="Check mismatching keys again this much later (e.g. 30s), on a fresh read of the "
+              "topics and the source: those that then agree were in flight (for live sources without row versions).")
 @click.option("--config", "config_file", type=click.Path(), help="TOML config file (flags override it).")
 @click.option("--transaction-topic", help="Transaction topic name (default: any '<prefix>.transaction').")
 @click.option("--output", "output_mode", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
@@ -36,13 +38,14 @@ from cdc_monitor.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc_password_file: str | None,
-              jdbc_jar: str | None, tables: str | None, max_samples: int, rows_per_partition: int,
+              jdbc_jar: str | None, tables: str | None, max_samples: int, rows_per_partition: int, settle: str | None,
               config_file: str | None, transaction_topic: str | None, output_mode: str, report_file: str | None,
               push_gateway: str | None, textfile: str | None, job: str, spark_master: str | None, quiet: bool,
               **kafka: Any) -> None:
     """Did every row of the source database reach the topic? Exit 1 on a missing, extra or differing row."""
     from cdc_monitor.cli.layered_config import scan_config
     from cdc_monitor.cli.output import Output, prepare_output_path
+    from cdc_monitor.config import parse_duration_ms
     from cdc_monitor.reconcile.connection import jdbc_settings
     from cdc_monitor.sources.inputs import prepare_input
 
@@ -55,7 +58,9 @@ def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc
     jdbc.probe()  # an unreachable database: exit 2 before Spark starts
     cfg = scan_config(config_file, transaction_topic, spark_master=spark_master)
     started = time.time()
-    source_input = prepare_input(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf))
+    settle_s = parse_duration_ms(settle, "--settle") / 1000 if settle else None
+    flags = pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf)
+    source_input = prepare_input(paths, flags)
     out.log("cdc-monitor: starting Spark ...")
     from cdc_monitor.reconcile.run import run_reconcile
     from cdc_monitor.runtime.session import get_spark
@@ -65,8 +70,9 @@ def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc
     conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars"), str(jdbc.jar)) if j)
     spark = get_spark(cfg.spark_master, conf, small_input=source_input.small)
     out.log(f"cdc-monitor: reconciling against {jdbc.shown_url} ...")
+    again = (settle_s, lambda: prepare_input(paths, flags).read(spark)) if settle_s is not None else None
     outcome = run_reconcile(source_input.read(spark), jdbc, names, cfg.roles, max_samples, rows_per_partition,
-                            progress=lambda line: out.log(f"cdc-monitor: {line}"))
+                            progress=lambda line: out.log(f"cdc-monitor: {line}"), settle=again)
     out.reconcile_report(outcome)
     verdict = f"{outcome.mismatches} mismatching row(s)"
     out.metrics(prometheus.MetricsSnapshot.from_reconcile(outcome, job), textfile, push_gateway, verdict)

@@ -8,16 +8,20 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from pyspark.sql import functions as F
+
 from cdc_monitor.decoding import decode_records
 from cdc_monitor.errors import InputError
 from cdc_monitor.reconcile.compare import classify, samples, summarise, topic_rows
 from cdc_monitor.reconcile.outcome import ReconcileOutcome, TableReconcile, key_object, shown
 from cdc_monitor.reconcile.source_side import read_catalogue, read_position, read_tables
 from cdc_monitor.reconcile.topic_state import latest_state, topic_tables
-from cdc_monitor.vocabulary import ReconcileState, TopicRoles
+from cdc_monitor.vocabulary import MISMATCH_STATES, ReconcileState, TopicRoles
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from pyspark.sql import DataFrame
 
     from cdc_monitor.reconcile.connection import JdbcSettings
     from cdc_monitor.reconcile.dialects import SourceTable
@@ -30,7 +34,10 @@ def _checksum(value: int | None) -> str:
 
 def run_reconcile(source: SourceResult, jdbc: JdbcSettings, tables: tuple[str, ...] = (),
                   roles: TopicRoles | None = None, max_samples: int = 10, rows_per_partition: int = 500_000,
-                  progress: Callable[[str], None] | None = None) -> ReconcileOutcome:
+                  progress: Callable[[str], None] | None = None,
+                  settle: tuple[float, Callable[[], SourceResult]] | None = None) -> ReconcileOutcome:
+    """``settle``: (seconds, a function reading the window again): mismatching keys are checked once
+    more that much later, against a fresh read of both sides; those that then agree were in flight."""
     started = time.time()
     timings: dict[str, float] = {}
     mark = [started]
@@ -75,11 +82,14 @@ def run_reconcile(source: SourceResult, jdbc: JdbcSettings, tables: tuple[str, .
         classified = classify(source_frame, topic_rows(state, chosen, window), window_txid).persist()
         try:
             counts, diffs = summarise(classified)
+            lap("compare")
+            if settle is not None and any(r["state"] in MISMATCHES for r in counts):
+                classified, counts, diffs = _settle(classified, settle, jdbc, chosen, roles, rows_per_partition)
+                lap("settle")
             examples = samples(classified, max_samples) if any(
                 r["state"] != ReconcileState.MATCH.value for r in counts) else []
         finally:
             classified.unpersist()
-        lap("compare")
     finally:
         events.unpersist()
     lsns = [t.max_lsn for t in window.values() if t.max_lsn is not None]
@@ -92,6 +102,37 @@ def run_reconcile(source: SourceResult, jdbc: JdbcSettings, tables: tuple[str, .
     result.finished_at = time.time()
     result.duration_seconds = round(result.finished_at - started, 3)
     return result
+
+
+MISMATCHES = tuple(s.value for s in MISMATCH_STATES)
+
+
+def _settle(first: DataFrame, settle: tuple[float, Callable[[], SourceResult]], jdbc: JdbcSettings,
+            chosen: list[SourceTable], roles: TopicRoles | None, rows_per_partition: int):
+    """The first pass with its mismatching keys that agree (or are both absent) on a second read
+    ``settle[0]`` seconds later turned in flight; its counts and differences."""
+    seconds, read_again = settle
+    time.sleep(seconds)
+    source = read_again()
+    events = decode_records(source.records, roles).persist()
+    try:
+        window = topic_tables(events)
+        txids = [t.max_txid for t in window.values() if t.max_txid is not None]
+        source_frame, _ = read_tables(source.records.sparkSession, jdbc, chosen, rows_per_partition)
+        state = latest_state(events, {t.name: window[t.name] for t in chosen if t.name in window})
+        second = classify(source_frame, topic_rows(state, chosen, window), max(txids) if txids else None)
+        mismatched = F.col("state").isin(*MISMATCHES)
+        # checkpointed: the second read's plan (its own observed metrics among them) stays out of the join
+        still = second.where(mismatched).select("table", "key", F.lit(True).alias("still")).localCheckpoint()
+        settled = (first.join(still, ["table", "key"], "left")
+                   .withColumn("state", F.when(mismatched & F.col("still").isNull(),
+                                               F.lit(ReconcileState.IN_FLIGHT.value)).otherwise(F.col("state")))
+                   .drop("still").persist())
+        counts, diffs = summarise(settled)
+    finally:
+        events.unpersist()
+    first.unpersist()
+    return settled, counts, diffs
 
 
 def _table(t: SourceTable, counts: list[dict], diffs: list[dict], examples: list[dict], partitions: int) -> TableReconcile:
