@@ -79,13 +79,11 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
          max_findings: int | None, push_gateway: str | None, textfile: str | None, job: str,
          spark_master: str | None, allow_empty: bool, quiet: bool, **kafka: Any) -> None:
     """Scan one bounded window of CDC records (kcat -J captures, or Kafka topics) and report."""
-    from cdc_monitor.cli.output import Output, prepare_output_path
+    from cdc_monitor.cli.output import Output, prepare_textfile
     from cdc_monitor.sources.inputs import prepare_input
 
     out = Output(output_mode, report_file, quiet)
-    if textfile and not textfile.endswith(".prom"):
-        raise UsageError(f"--textfile {textfile}: node_exporter only reads files ending in .prom")
-    prepare_output_path(textfile, "--textfile")
+    prepare_textfile(textfile)
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, fail_on=fail_on,
                       max_findings=max_findings, spark_master=spark_master)
     cfg = apply_format_flags(kafka, cfg)

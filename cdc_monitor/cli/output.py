@@ -32,6 +32,13 @@ def prepare_output_path(path: str | None, flag: str) -> None:
         raise UsageError(f"{flag} {path}: not writable: choose a writable path")
 
 
+def prepare_textfile(path: str | None) -> None:
+    """``--textfile``: a ``.prom`` file (node_exporter reads no other) in a writable folder."""
+    if path and not path.endswith(".prom"):
+        raise UsageError(f"--textfile {path}: node_exporter only reads files ending in .prom")
+    prepare_output_path(path, "--textfile")
+
+
 class Output:
     def __init__(self, mode: str = "text", report_file: str | None = None, quiet: bool = False):
         if mode not in ("text", "json", "html"):

@@ -11,7 +11,7 @@ import click
 
 from cdc_monitor.cli.help import epilog
 from cdc_monitor.cli.kafka_flags import kafka_flags, pop_kafka_flags
-from cdc_monitor.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from cdc_monitor.errors import EXIT_FINDINGS, EXIT_OK
 
 
 @click.command(epilog=epilog("reconcile"))
@@ -44,15 +44,13 @@ def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc
               **kafka: Any) -> None:
     """Did every row of the source database reach the topic? Exit 1 on a missing, extra or differing row."""
     from cdc_monitor.cli.layered_config import scan_config
-    from cdc_monitor.cli.output import Output, prepare_output_path
+    from cdc_monitor.cli.output import Output, prepare_textfile
     from cdc_monitor.config import parse_duration_ms
     from cdc_monitor.reconcile.connection import jdbc_settings
     from cdc_monitor.sources.inputs import prepare_input
 
     out = Output(output_mode, report_file, quiet)
-    if textfile and not textfile.endswith(".prom"):
-        raise UsageError(f"--textfile {textfile}: node_exporter only reads files ending in .prom")
-    prepare_output_path(textfile, "--textfile")
+    prepare_textfile(textfile)
     names = tuple(t.strip() for t in (tables or "").split(",") if t.strip())
     jdbc = jdbc_settings(jdbc_url, jdbc_user, jdbc_password_file, jdbc_jar)
     jdbc.probe()  # an unreachable database: exit 2 before Spark starts

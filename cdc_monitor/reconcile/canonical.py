@@ -116,12 +116,8 @@ def topic_value(text: Column, kind: ColumnKind, logical: str | None = None, scal
         value = (F.when(variable.isNotNull(), base64_decimal(variable, F.get_json_object(text, "$.scale")))
                  .when(numeric, plain_decimal(text))
                  .otherwise(base64_decimal(text, F.lit(scale))))
-    elif kind is ColumnKind.FLOAT:
-        value = F.coalesce(text.try_cast("double").cast("string"), text)
-    elif kind in (ColumnKind.JSON, ColumnKind.ARRAY):
-        value = _canonical_json(text)
-    elif kind is ColumnKind.BOOLEAN:
-        value = F.lower(text)
+    elif kind in (ColumnKind.FLOAT, ColumnKind.JSON, ColumnKind.ARRAY, ColumnKind.BOOLEAN):
+        value = source_value(text, kind)  # sent as the database writes them
     elif kind is ColumnKind.DATE:
         value = F.when(numeric, text.try_cast("bigint").cast("string")).otherwise(
             F.unix_date(F.to_date(F.substring(text, 1, 10))).cast("string"))

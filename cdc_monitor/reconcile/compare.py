@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from cdc_monitor.engine.union import union_all
 from cdc_monitor.reconcile.canonical import UNAVAILABLE, topic_value
 from cdc_monitor.vocabulary import ReconcileState
 
@@ -42,10 +43,7 @@ def topic_rows(state: DataFrame, tables: list[SourceTable], facts: dict[str, Top
         frames.append(parsed.where(F.col("table") == t.name).select(
             "table", F.to_json(F.array(*key)).alias("key"),
             F.array(*[value("a", c.name) for c in t.columns]).alias("t_vals"), "removed"))
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f)
-    return out
+    return union_all(frames)
 
 
 def classify(source: DataFrame, topic: DataFrame, window_txid: int | None) -> DataFrame:

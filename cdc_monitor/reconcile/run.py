@@ -1,7 +1,7 @@
 """``reconcile``'s evaluation: the window's events folded per key, the source read through JDBC,
-one classification, a ``ReconcileOutcome``. Five to seven Spark jobs whatever the tables: the
-decode, the window's tables, the catalogue, the source's position, the key ranges, the counts and
-the samples."""
+one classification, a ``ReconcileOutcome``. Seven actions whatever the tables (the decode's count,
+the window's tables, the catalogue, the source's position, the key ranges, the counts, the
+samples), 10 Spark jobs measured; ``--settle`` adds a second read and its counts."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from cdc_monitor.reconcile.connection import JdbcSettings
     from cdc_monitor.reconcile.dialects import SourceTable
+    from cdc_monitor.reconcile.topic_state import TopicTable
     from cdc_monitor.sources import SourceResult
 
 
@@ -72,14 +73,10 @@ def run_reconcile(source: SourceResult, jdbc: JdbcSettings, tables: tuple[str, .
             raise InputError("no table to reconcile: the window's tables "
                              f"({', '.join(wanted) or 'none'}) are not in the source database with a primary key")
         position_now = read_position(spark, jdbc)
-        source_frame, partitions = read_tables(spark, jdbc, chosen, rows_per_partition)
+        window_txid = _newest_txid(window)
+        classified, partitions = _classified(events, window, jdbc, chosen, rows_per_partition)
+        classified = classified.persist()
         lap("source_catalogue")
-        # the newest transaction of the whole window, not only of the chosen tables: the window is
-        # complete up to it, whichever table its events touched
-        txids = [t.max_txid for t in window.values() if t.max_txid is not None]
-        window_txid = max(txids) if txids else None
-        state = latest_state(events, {t.name: window[t.name] for t in chosen if t.name in window})
-        classified = classify(source_frame, topic_rows(state, chosen, window), window_txid).persist()
         try:
             counts, diffs = summarise(classified)
             lap("compare")
@@ -107,6 +104,21 @@ def run_reconcile(source: SourceResult, jdbc: JdbcSettings, tables: tuple[str, .
 MISMATCHES = tuple(s.value for s in MISMATCH_STATES)
 
 
+def _newest_txid(window: dict[str, TopicTable]) -> int | None:
+    """The newest transaction of the whole window, not only of the chosen tables: the window is
+    complete up to it, whichever table its events touched."""
+    txids = [t.max_txid for t in window.values() if t.max_txid is not None]
+    return max(txids) if txids else None
+
+
+def _classified(events: DataFrame, window: dict[str, TopicTable], jdbc: JdbcSettings, chosen: list[SourceTable],
+                rows_per_partition: int) -> tuple[DataFrame, dict[str, int]]:
+    """Every key of ``chosen`` classified: the source's tables read, the window's events folded."""
+    source_frame, partitions = read_tables(events.sparkSession, jdbc, chosen, rows_per_partition)
+    state = latest_state(events, {t.name: window[t.name] for t in chosen if t.name in window})
+    return classify(source_frame, topic_rows(state, chosen, window), _newest_txid(window)), partitions
+
+
 def _settle(first: DataFrame, settle: tuple[float, Callable[[], SourceResult]], jdbc: JdbcSettings,
             chosen: list[SourceTable], roles: TopicRoles | None, rows_per_partition: int):
     """The first pass with its mismatching keys that agree (or are both absent) on a second read
@@ -116,11 +128,7 @@ def _settle(first: DataFrame, settle: tuple[float, Callable[[], SourceResult]], 
     source = read_again()
     events = decode_records(source.records, roles).persist()
     try:
-        window = topic_tables(events)
-        txids = [t.max_txid for t in window.values() if t.max_txid is not None]
-        source_frame, _ = read_tables(source.records.sparkSession, jdbc, chosen, rows_per_partition)
-        state = latest_state(events, {t.name: window[t.name] for t in chosen if t.name in window})
-        second = classify(source_frame, topic_rows(state, chosen, window), max(txids) if txids else None)
+        second, _ = _classified(events, topic_tables(events), jdbc, chosen, rows_per_partition)
         mismatched = F.col("state").isin(*MISMATCHES)
         # checkpointed: the second read's plan (its own observed metrics among them) stays out of the join
         still = second.where(mismatched).select("table", "key", F.lit(True).alias("still")).localCheckpoint()

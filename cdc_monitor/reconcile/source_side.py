@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from cdc_monitor.errors import InputError
+from cdc_monitor.engine.union import union_all
 from cdc_monitor.reconcile.canonical import source_value
 from cdc_monitor.reconcile.dialects import ColumnKind, SourceColumn, SourceTable
 
@@ -102,9 +102,4 @@ def read_tables(spark: SparkSession, jdbc: JdbcSettings, tables: list[SourceTabl
             F.array(*[source_value(F.col(f"c{i}"), c.kind) for i, c in enumerate(t.columns)]).alias("s_vals"),
             F.col(VERSION).cast("bigint").alias("version")))
         partitions[t.name] = parts
-    if not frames:
-        raise InputError("no table to reconcile: none of the window's tables exists in the source")
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f)
-    return out, partitions
+    return union_all(frames), partitions

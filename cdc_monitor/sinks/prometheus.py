@@ -28,7 +28,7 @@ from cdc_monitor.vocabulary import OPS, TxStatus
 
 if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult
-    from cdc_monitor.reconcile.outcome import ReconcileOutcome
+    from cdc_monitor.reconcile.outcome import ReconcileOutcome, TableReconcile
     from cdc_monitor.sinks.web_config import WebConfig
 
 QUANTILES = (("0.5", "p50_ms"), ("0.95", "p95_ms"), ("0.99", "p99_ms"), ("1", "max_ms"))
@@ -53,7 +53,7 @@ class MetricsSnapshot:
     job_level: bool = True  # include the monitor's own and window-wide series
     heartbeats: list[dict[str, Any]] = field(default_factory=list)  # server, last_ts_ms
     state: dict[str, float] | None = None  # watch: its state store's rows, bytes and driver memory
-    reconcile: list[dict[str, Any]] | None = None  # reconcile: table, state, rows; table, checksums_equal
+    reconcile: list[TableReconcile] | None = None  # reconcile: per table, its rows by state and checksums
 
     @classmethod
     def from_result(cls, result: ScanResult, job: str) -> MetricsSnapshot:
@@ -66,10 +66,8 @@ class MetricsSnapshot:
 
     @classmethod
     def from_reconcile(cls, outcome: ReconcileOutcome, job: str) -> MetricsSnapshot:
-        rows = [{"table": t.table, "state": s.value, "rows": n, "checksums_equal": t.source_checksum == t.topic_checksum}
-                for t in outcome.tables for s, n in t.rows.items()]
         return cls(job=job, records=outcome.records, finished_at=outcome.finished_at,
-                   duration_seconds=outcome.duration_seconds, reconcile=rows)
+                   duration_seconds=outcome.duration_seconds, reconcile=outcome.tables)
 
     def servers(self) -> set[str]:
         found = {str(r.get("server") or "") for rows in (self.lag, self.events, self.findings, self.heartbeats) for r in rows}
@@ -223,15 +221,15 @@ def _monitor_families(snap: MetricsSnapshot) -> Iterator[Metric]:
             yield fam
 
 
-def _reconcile_families(rows: list[dict[str, Any]]) -> Iterator[Metric]:
+def _reconcile_families(tables: list[TableReconcile]) -> Iterator[Metric]:
     fam = GaugeMetricFamily("cdc_reconcile_rows", "Rows of a table by reconciliation state (match, missing, extra, "
                             "differs, in_flight) in the latest reconcile run", labels=["table", "state"])
     equal = GaugeMetricFamily("cdc_reconcile_checksum_equal", "1 when the table's source and topic checksums are equal",
                               labels=["table"])
-    for r in rows:
-        fam.add_metric([_label(r["table"]), r["state"]], r["rows"])
-    for table in sorted({r["table"] for r in rows}):
-        equal.add_metric([_label(table)], float(all(r["checksums_equal"] for r in rows if r["table"] == table)))
+    for t in tables:
+        for state, n in t.rows.items():
+            fam.add_metric([_label(t.table), state.value], n)
+        equal.add_metric([_label(t.table)], float(t.source_checksum == t.topic_checksum))
     yield fam
     yield equal
 

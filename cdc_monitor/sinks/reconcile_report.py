@@ -23,6 +23,12 @@ def _verdict(outcome: ReconcileOutcome) -> str:
     return f"MISMATCH: {n} row(s) missing, extra or differing" if n else "match: the topics agree with the source"
 
 
+def _summary_rows(outcome: ReconcileOutcome) -> list[list[Any]]:
+    """Per table: its name, the rows on each side, the rows per state, the checksums' verdict."""
+    return [[t.table, t.source_rows, t.topic_rows, *[t.rows[s] for s in STATES],
+             "equal" if t.source_checksum == t.topic_checksum else "differ"] for t in outcome.tables]
+
+
 def _sample_text(sample: dict[str, Any]) -> str:
     key = json.dumps(sample["key"], sort_keys=True)
     cols = "; ".join(f"{c['column']}: source {c['source']!r}, topic {c['topic']!r}" for c in sample.get("columns", []))
@@ -38,8 +44,7 @@ def render_text(outcome: ReconcileOutcome) -> str:
                      f"({src['position'] - src['window_position']} byte(s) of log since)")
     lines.append("")
     head = ["table", "source", "topic", *[s.value for s in STATES], "checksums"]
-    rows = [[t.table, t.source_rows, t.topic_rows, *[t.rows[s] for s in STATES],
-             "equal" if t.source_checksum == t.topic_checksum else "differ"] for t in outcome.tables]
+    rows = _summary_rows(outcome)
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
     for row in (head, *rows):
         cells = zip(row, widths, strict=True)
@@ -72,8 +77,7 @@ def render_html(outcome: ReconcileOutcome) -> str:
         ("source log position", src.get("position")), ("window's last position", src.get("window_position")),
         ("generated", time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(outcome.finished_at))),
         ("version", __version__)))
-    rows = [[t.table, t.source_rows, t.topic_rows, *[t.rows[s] for s in STATES],
-             "equal" if t.source_checksum == t.topic_checksum else "differ"] for t in outcome.tables]
+    rows = _summary_rows(outcome)
     parts = [f"<header><h1>cdc-monitor reconcile</h1><p><span class='verdict {verdict_class}'>{escape(_verdict(outcome))}"
              f"</span></p><dl class='meta'>{meta}</dl></header><main>",
              "<h2 id='tables'>Tables</h2><div class='scroll'>",
