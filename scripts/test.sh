@@ -60,6 +60,9 @@ fi
 
 .venv/bin/ruff check .
 
+# Apache Kafka's broker and Spark's Kafka connector from Maven Central, cached in .cache/jars
+bash scripts/jars.sh .venv/bin/python
+
 # The JVM class archive every later Spark start maps (seconds off each CLI run the suite makes;
 # tests/test_jvm_archive.py proves a scan uses it). Not fatal: without it runs are only slower.
 .venv/bin/python -m cdc_monitor warm-up || echo "test.sh: cdc-monitor warm-up failed; running without the JVM class archive" >&2

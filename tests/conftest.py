@@ -58,7 +58,11 @@ def pytest_collection_finish(session):
 def spark():
     from cdc_monitor.runtime.session import get_spark
 
-    session = get_spark("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+    # Spark's Kafka connector on the classpath (scripts/jars.sh): --kafka-reader spark is tested in process
+    from tests.support.broker import spark_kafka_jars
+
+    session = get_spark("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+                                     "spark.jars": ",".join(spark_kafka_jars())})
     yield session
     session.stop()
 
@@ -79,10 +83,10 @@ def scan(spark):
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
-    """bootstrap servers of a tansu broker started once for the session."""
-    from tests.support.broker import Tansu
+    """bootstrap servers of an Apache Kafka broker started once for the session (per xdist worker)."""
+    from tests.support.broker import ApacheKafka
 
-    broker = Tansu(tmp_path_factory.mktemp("tansu") / "tansu.log")
+    broker = ApacheKafka(tmp_path_factory.mktemp("kafka"))
     yield broker.bootstrap
     broker.stop()
 

@@ -1,4 +1,4 @@
-"""The Kafka source against a real broker (tansu): planning, reading, windows, streaming, the CLI."""
+"""The Kafka source against a real broker (Apache Kafka): planning, reading, windows, streaming, the CLI."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from cdc_monitor.errors import EnvironmentProblem, InputError
+from cdc_monitor.errors import InputError
 from cdc_monitor.pipeline import RUN_FIELDS
 from cdc_monitor.sources.base import KAFKA_SCHEMA
 from cdc_monitor.sources.kafka.client import BrokerInspector
@@ -49,15 +49,15 @@ def numbered(kafka_broker):
     return kafka_broker
 
 
-def test_planner_finds_the_real_end_where_the_high_watermark_lags(numbered):
+def test_planner_ends_each_partition_after_its_last_record(numbered):
     o = opts(numbered, subscribe="numbers.a")
     with BrokerInspector(o) as insp:
         marks = insp.watermarks([("numbers.a", p) for p in range(3)])
         ranges = plan_ranges(o, insp)
     ends = {r.partition: r.end for r in ranges}
     assert ends == {0: 20, 1: 20, 2: 20}  # 60 records over 3 partitions
-    # the broker's own answer is short of that: trusting it would lose records
-    assert any(high < ends[p] for (_, p), (_, high) in marks.items())
+    # Apache Kafka's high watermark is that end: the check made for brokers whose mark lags agrees
+    assert {p: high for (_, p), (_, high) in marks.items()} == ends
 
 
 def test_the_end_of_a_partition_being_written_is_found_while_records_keep_coming(kafka_broker):
@@ -151,13 +151,25 @@ def test_missing_topic_names_the_topic(numbered):
         plan_ranges(insp.opts, insp)
 
 
-def test_spark_reader_is_refused_without_the_connector_and_auto_falls_back(spark, numbered):
-    options = {"kafka.bootstrap.servers": numbered, "subscribe": "numbers.a"}
-    with pytest.raises(EnvironmentProblem, match="spark-sql-kafka"):
-        read_kafka(spark, options, reader="spark")
-    result = read_kafka(spark, options, reader="auto")
-    assert result.description["reader"] == "python"
-    assert result.records.count() == 60
+def test_spark_reader_reads_exactly_what_the_python_reader_reads(spark, numbered):
+    """The suite's session has Spark's Kafka connector (spark.jars): ``auto`` takes it, and every
+    window kind gives the same records, metadata included, as the bundled reader."""
+    base = {"kafka.bootstrap.servers": numbered, "subscribe": "numbers.a"}
+    windows = [{}, {"startingTimestamp": str(T0 + 5_500), "endingTimestamp": str(T0 + 12_500)},
+               {"lastPerPartition": "2"}, {"startingTimestamp": str(T0 + 100_000)}]
+    for window in windows:
+        python = read_kafka(spark, base | window, reader="python")
+        auto = read_kafka(spark, base | window, reader="auto")
+        assert (python.description["reader"], auto.description["reader"]) == ("python", "spark")
+        assert auto.records.schema == KAFKA_SCHEMA
+        rows = [sorted(map(tuple, r.records.collect())) for r in (python, auto)]
+        assert rows[0] == rows[1] and (len(rows[0]) > 0) == (window != windows[-1]), window
+
+
+def test_spark_reader_without_the_connector_exits_2_with_the_fix(numbered):
+    proc = run_cli("scan", "--bootstrap-servers", numbered, "--topics", "numbers.a", "--kafka-reader", "spark")
+    assert proc.returncode == 2, proc.stderr
+    assert "spark-sql-kafka-0-10_2.13" in proc.stderr and "--kafka-reader python" in proc.stderr
 
 
 def test_stream_restart_from_checkpoint_loses_and_repeats_nothing(spark, kafka_broker, tmp_path):
@@ -220,7 +232,7 @@ def test_empty_window_cli_exit_2_before_spark(kafka_broker):
     assert "starting Spark" not in proc.stderr
 
 
-def test_scan_from_kafka_equals_scan_of_the_same_records_from_a_capture(spark, scan, kafka_broker, tmp_path):
+def test_scan_from_kafka_by_either_reader_equals_scan_of_the_same_records_from_a_capture(spark, scan, kafka_broker, tmp_path):
     from cdc_monitor.config import ScanConfig
     from cdc_monitor.generator import generate
     from cdc_monitor.generator.kcat_writer import label_dicts, write_capture
@@ -231,12 +243,14 @@ def test_scan_from_kafka_equals_scan_of_the_same_records_from_a_capture(spark, s
     produce_traffic(traffic, opts(kafka_broker))
     write_capture(traffic, tmp_path / "pg.jsonl")  # offsets are now the broker's
     from_capture = scan([tmp_path / "pg.jsonl"]).to_json_dict()
-    source = read_kafka(spark, {"kafka.bootstrap.servers": kafka_broker, "subscribePattern": r"pgserver1\..*"})
-    from_kafka = run_scan(source, ScanConfig(max_findings=100_000)).to_json_dict()
-    for report in (from_capture, from_kafka):
+    window = {"kafka.bootstrap.servers": kafka_broker, "subscribePattern": r"pgserver1\..*"}
+    from_kafka, from_connector = (run_scan(read_kafka(spark, window, reader=reader), ScanConfig(max_findings=100_000))
+                                  .to_json_dict() for reader in ("python", "spark"))
+    for report in (from_capture, from_kafka, from_connector):
         for name in RUN_FIELDS:
             report.pop(name)
     assert from_kafka == from_capture
+    assert from_connector == from_kafka  # Spark's own Kafka connector: the same report
     labelled = {(d["rule"], d["topic"], d["partition"], d["offset"]) for d in label_dicts(traffic)}
     found = {(f["rule"], f["topic"], f["partition"], f["offset"]) for f in from_kafka["findings"]}
     assert labelled and labelled <= found
@@ -246,7 +260,7 @@ def test_cli_generate_to_kafka_then_scan_a_time_window_on_a_cluster(kafka_broker
     """Scanned on the session's Spark standalone cluster, whose executors' Python has no
     cdc-monitor: the Kafka reader runs there, so this works only with the package the driver
     ships; report and metrics equal local mode's over a capture of the same records (Kafka and
-    capture scans are equal: test_scan_from_kafka_equals_scan_of_the_same_records_from_a_capture)."""
+    capture scans are equal: test_scan_from_kafka_by_either_reader_equals_scan_of_the_same_records_from_a_capture)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     from cdc_monitor.config import ScanConfig

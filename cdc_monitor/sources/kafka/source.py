@@ -81,16 +81,15 @@ def read_kafka(spark: SparkSession, options: Mapping[str, str], reader: str = "p
             ranges = plan_ranges(opts, insp)
     available = reader != "python" and spark_kafka_available(spark)  # asked once: a probe of Spark's reader
     use_spark = reader == "spark" or (reader == "auto" and available)
-    if use_spark:
-        if not available:
-            raise EnvironmentProblem(
-                "--kafka-reader spark needs Spark's Kafka connector: start with "
-                "--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<your Spark version> (or put the jar in "
-                "spark.jars), or use --kafka-reader python")
-        if any(r.end > r.start for r in ranges):
-            frame = _time_filter(spark.read.format("kafka").options(**spark_reader_options(opts, ranges)).load(), opts)
-        else:
-            frame = spark.createDataFrame([], KAFKA_SCHEMA)
+    if use_spark and not available:
+        raise EnvironmentProblem(
+            "--kafka-reader spark needs Spark's Kafka connector: start with "
+            "--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<your Spark version> (or put the jar in "
+            "spark.jars), or use --kafka-reader python")
+    if not any(r.end > r.start for r in ranges):
+        frame = spark.createDataFrame([], KAFKA_SCHEMA)
+    elif use_spark:
+        frame = _time_filter(spark.read.format("kafka").options(**spark_reader_options(opts, ranges)).load(), opts)
         frame = frame.select(*KAFKA_COLUMNS)
     else:
         register(spark)
