@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-CHECKS = ("decode", "lag", "transactions", "schema", "ordering")
+CHECKS = ("decode", "lag", "transactions", "schema", "ordering", "source")
 
 
 class Severity(StrEnum):

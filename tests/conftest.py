@@ -11,6 +11,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # the longest tests start first, so two xdist workers finish together rather than one waiting
 # out a long test started last
 LONG_FIRST = (
+    "tests/test_broker_faults.py::",
     "tests/test_watch.py::",
     "tests/test_avro.py::test_avro_from_kafka",
     "tests/test_kafka_source.py::test_cli_generate_to_kafka_then_scan_a_time_window_on_a_cluster",
@@ -22,7 +23,8 @@ LONG_FIRST = (
 # modules whose module-scoped fixtures are costly (generated captures, a Prometheus server): all their
 # tests on one worker, so the fixture is built once, not once per worker
 ONE_WORKER_MODULES = ("test_accuracy.py", "test_accuracy_features.py", "test_seed_golden.py",
-                      "test_prometheus_integration.py", "test_reconcile.py")
+                      "test_prometheus_integration.py", "test_reconcile.py",
+                      "test_broker_faults.py")
 
 
 @pytest.hookimpl(tryfirst=True)

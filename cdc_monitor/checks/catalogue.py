@@ -14,12 +14,14 @@ from cdc_monitor.checks import (
     schema_changes,
     snapshots,
     source_block,
+    source_gaps,
     stalls,
     transactions,
 )
 from cdc_monitor.vocabulary import Rule
 
-MODULES = (decode, registry_schemas, lag, stalls, transactions, schema, source_block, schema_changes, ordering, snapshots)
+MODULES = (decode, registry_schemas, lag, stalls, transactions, schema, source_block, schema_changes, ordering, snapshots,
+           source_gaps)
 CATALOGUE: dict[str, Rule] = {r.name: r for m in MODULES for r in m.RULES}
 # rule -> (check, severity, meaning)
 RULES: dict[str, tuple[str, str, str]] = {r.name: (r.check, r.severity, r.meaning) for r in CATALOGUE.values()}

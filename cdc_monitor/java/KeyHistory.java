@@ -28,7 +28,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>Input rows: {@code ctx} then the record ({@link #RECORD}) then {@code meta}. A group whose
  * {@code ctx} starts with {@code K} is one key of one topic: its records are emitted with role
  * {@code new}, the last {@code keep} records it held per partition with role {@code carried}, and it
- * keeps the last {@code keep} records per partition (by offset) for the next micro-batch. A key idle
+ * keeps the last {@code keep} records per partition (by offset) for the next micro-batch. A held
+ * record at or past a new record's offset in its partition is of an earlier log of that partition
+ * (the offsets went back: the topic was deleted and created again): it is dropped, not carried. A key idle
  * for {@code ttlMs} of processing time times out: its history is dropped and one {@code evicted} row
  * (offset -1) is emitted per partition it held. A {@code P} group (records with no key history) is
  * emitted with role {@code new}; any other group passes through unchanged (role null) for the
@@ -120,12 +122,23 @@ public final class KeyHistory implements FlatMapGroupsWithStateFunction<String, 
             out.addAll(parts.values());
             return out.iterator();
         }
-        List<Row> merged = new ArrayList<>(held);
-        for (Row h : held) {
-            out.add(out(ctx, h, "carried"));
-        }
+        List<Row> fresh = new ArrayList<>();
+        Map<Integer, Long> firstNew = new HashMap<>();  // per partition, the lowest new offset
         while (rows.hasNext()) {
             Row rec = record(rows.next());
+            fresh.add(rec);
+            firstNew.merge(rec.getInt(1), rec.getLong(2), Math::min);
+        }
+        List<Row> merged = new ArrayList<>();
+        for (Row h : held) {
+            Long first = firstNew.get(h.getInt(1));
+            if (first != null && h.getLong(2) >= first) {
+                continue;  // the partition's offsets went back (its topic created again): an earlier log's record
+            }
+            merged.add(h);
+            out.add(out(ctx, h, "carried"));
+        }
+        for (Row rec : fresh) {
             merged.add(rec);
             out.add(out(ctx, rec, "new"));
         }

@@ -49,6 +49,7 @@ class MetricsSnapshot:
     finished_at: float | None = None
     duration_seconds: float | None = None
     window_failures: int = 0
+    up: bool | None = None  # watch: False while its query is failing (the broker unreachable, a window failing)
     totals: dict[str, list[dict[str, Any]]] | None = None  # watch: running events/transactions/findings
     job_level: bool = True  # include the monitor's own and window-wide series
     heartbeats: list[dict[str, Any]] = field(default_factory=list)  # server, last_ts_ms
@@ -214,6 +215,11 @@ def _monitor_families(snap: MetricsSnapshot) -> Iterator[Metric]:
                                 labels=["job"])
     fails.add_metric([snap.job], snap.window_failures)
     yield fails
+    if snap.up is not None:
+        up = GaugeMetricFamily("cdc_monitor_up", "1 while the monitor's windows complete, 0 while they fail "
+                               "(watch keeps serving the last good metrics)", labels=["job"])
+        up.add_metric([snap.job], 1.0 if snap.up else 0.0)
+        yield up
     for name, doc in STATE_GAUGES.items():
         if snap.state is not None and name in snap.state:
             fam = GaugeMetricFamily(f"cdc_monitor_state_{name}", doc, labels=["job"])

@@ -28,6 +28,7 @@ from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.checks.findings import FINDING_COLUMNS
 from cdc_monitor.checks.lag import lag_row_ms
 from cdc_monitor.checks.schema import ShapeVerdicts, judge_shapes
+from cdc_monitor.checks.source_gaps import GapRow, gap_findings
 from cdc_monitor.checks.suite import run_checks
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import decode_records, without_texts
@@ -38,6 +39,7 @@ from cdc_monitor.engine.census import heartbeats
 from cdc_monitor.engine.collect import read_tagged, tag_all
 from cdc_monitor.engine.facts import WindowFacts, census_frame, facts_from_rows
 from cdc_monitor.engine.union import narrow_union, union_all
+from cdc_monitor.sources.kafka.gaps import Gap
 from cdc_monitor.vocabulary import FINAL_TX_STATUSES, TxStatus
 from cdc_monitor.watch.carry import (
     CANDIDATE,
@@ -141,8 +143,17 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
     try:
         out = cache.materialize(frame)  # the stateful operators run once per batch, here
         clock("operator")
-        parts = out.groupBy("role", "topic", "partition").agg(
-            F.min("offset").alias("lo"), F.min("record_us").alias("ts"), F.count(F.lit(1)).alias("n")).collect()
+        # the reader's gap rows (negative offsets: sources/kafka/gaps.py) come back whole, with the
+        # per-partition facts, in the one job; the checks never see them
+        gap = F.col("offset") < 0
+        parts = out.groupBy("role", "topic", "partition", gap.alias("gap")).agg(
+            F.min("offset").alias("lo"), F.min("record_us").alias("ts"), F.count(F.lit(1)).alias("n"),
+            F.collect_list(F.when(gap, F.struct("offset", "value"))).alias("gaps")).collect()
+        gaps = [GapRow.parse(r["topic"], r["partition"], g["offset"], g["value"]) for r in parts for g in r["gaps"]]
+        parts = [r for r in parts if not r["gap"]]
+        if gaps:
+            out = out.where(~gap)
+            _forget_reset(state, gaps)
         for r in parts:
             if r["role"] == EVICTED and (h := state.partitions.get(_key(r["topic"], r["partition"]))):
                 h.evicted = True
@@ -167,6 +178,11 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
             # as they were: a batch of heartbeats does not close a transaction
             kept = {k: since for k, since in state.open_txns.items() if k.split("|", 1)[0] not in marked}
             state.open_txns = kept | {_key(s, t): state.open_txns.get(_key(s, t), now) for s, t in open_txns}
+        if gaps:
+            found = gap_findings(gaps, settings.scan.roles)
+            outcome.findings = [*outcome.findings, *found]
+            for r in found:
+                add(state.totals["findings"], (r["server"], r["table"], r["check"], r["rule"], r["severity"]), r["count"])
         state.batch_id = batch_id
         store.save(state)
         outcome.seconds = round(time.time() - started, 3)
@@ -174,6 +190,13 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
         return outcome, state
     finally:
         cache.release()
+
+
+def _forget_reset(state: WatchState, gaps: list[GapRow]) -> None:
+    """A partition whose offsets went back starts its history again (its first record, from_start)."""
+    for g in gaps:
+        if g.gap is Gap.OFFSETS_RESET:
+            state.partitions.pop(_key(g.topic, g.partition), None)
 
 
 class _Clock:

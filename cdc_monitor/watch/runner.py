@@ -74,6 +74,7 @@ class Watcher:
         self.store = StateStore(opts.checkpoint)
         self.state = self.store.load()
         self.failures = 0
+        self.up = True  # False from a failed window until a batch completes again
         self.last: BatchOutcome | None = None
         self.last_finished: float | None = None
         self.idle = False
@@ -107,7 +108,7 @@ class Watcher:
             transactions=transactions, findings=last.findings if last else [],
             records=last.records if last else 0, invalid_records=last.invalid_records if last else 0,
             finished_at=self.last_finished, duration_seconds=last.seconds if last else None,
-            window_failures=self.failures, totals=totals,
+            window_failures=self.failures, up=self.up, totals=totals,
             heartbeats=[{"server": s, "last_ts_ms": ts} for s, ts in sorted(self.state.heartbeats.items())], state=state)
 
     def on_batch(self, frame: DataFrame, batch_id: int) -> None:
@@ -119,7 +120,7 @@ class Watcher:
         self.applied += 1
         if os.environ.get("CDC_MONITOR_WATCH_CRASH_AFTER_SAVE") == str(self.applied):  # fault injection (tests):
             os.kill(os.getpid(), signal.SIGKILL)  # the batch is saved here, Spark has not committed it yet
-        self.last, self.last_finished, self.idle = outcome, time.time(), False
+        self.last, self.last_finished, self.idle, self.up = outcome, time.time(), False, True
         self._read_store_size()
         found = sum(int(r["count"]) for r in outcome.findings)
         self.log(f"cdc-monitor watch: batch {batch_id}: {outcome.records} records, {found} findings, "
@@ -164,6 +165,7 @@ class Watcher:
                 break
             err = self.query.exception()
             self.failures += 1
+            self.up = False
             first = (str(err).strip().splitlines() or ["stopped"])[0][:300] if err else "query stopped"
             self.log(f"cdc-monitor watch: window failed ({first}); serving the last good metrics, retrying in {backoff:.0f}s")
             self.server.update(self.snapshot())
@@ -180,6 +182,8 @@ class Watcher:
         """No data: the monitor is alive and the window is empty; open transactions age. The state
         store's size arrives with the query's progress, after the batch."""
         self._read_store_size()
+        if not self.up and self.query is not None and self.query.isActive and self.query.lastProgress is not None:
+            self.up = True  # the restarted query completed a trigger: its source answers again
         quiet_for = time.time() - (self.last_finished or 0)
         if self.query is not None and quiet_for > max(2 * self.opts.interval_s, 5) and not self.query.status.get("isTriggerActive"):
             self.idle, self.last_finished = True, time.time()

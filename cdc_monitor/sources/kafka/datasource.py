@@ -145,23 +145,26 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         lows, ends = self._current()
         if self.target is not None:
             ends = {tp: min(e, self.target.get(tp, lows[tp])) for tp, e in ends.items()}
+        # a partition the broker does not list now (its topic deleted, maybe to be created again)
+        # keeps its offset; an end before the start is a partition whose offsets went back: its
+        # range (end < start) reads a gap row and the records from its log start (reader.py)
+        kept = {tp: o for tp, o in begin.items() if tp not in ends}
         begin = {tp: begin.get(tp, lows[tp]) for tp in ends}  # new partitions: from their log start
-        ends = {tp: max(e, begin[tp]) for tp, e in ends.items()}
         if isinstance(limit, ReadMaxRows):
             ends = cap_offsets(begin, ends, limit.max_rows)
-        return _nested(ends)
+        return _nested(kept | ends)
 
     def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
         begin, stop = _flat(start), _flat(end)
         ranges = []
         for tp, hi in sorted(stop.items()):
             lo = begin.get(tp, 0)  # a partition that appeared in this batch: from offset 0
-            if hi > lo:
+            if hi != lo:  # hi < lo: its offsets went back (read from its log start, after a gap row)
                 ranges.append(RangePartition(OffsetRange(tp[0], tp[1], lo, hi)))
         return ranges
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        yield from read_range(self.opts, partition.rng)  # type: ignore[attr-defined]
+        yield from read_range(self.opts, partition.rng, report_gaps=True)  # type: ignore[attr-defined]
 
     def commit(self, end: Offsets) -> None:
         """Nothing to do: progress lives in Spark's checkpoint, never in a consumer group."""

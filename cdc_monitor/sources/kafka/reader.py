@@ -4,7 +4,9 @@ Runs inside Spark tasks (the consumer is created here, never shipped) and is usa
 Spark. A range is finished when a record at or past ``end - 1`` arrived or the partition's end
 was reached at or past ``end`` (control records and compacted gaps carry no data). A partition
 that makes no progress for ``read_timeout_s`` fails the read, naming the partition and offset:
-records are never silently dropped.
+records are never silently dropped. With ``report_gaps`` (watch's stream), offsets the log no
+longer holds and offsets that went back are told by a gap row (``gaps.py``) and reading goes on
+from the log start; without it (a planned scan window) they fail the read.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from cdc_monitor.errors import InputError
 from cdc_monitor.sources.kafka.client import new_consumer
+from cdc_monitor.sources.kafka.gaps import Gap, gap_batch
 from cdc_monitor.sources.kafka.options import KafkaOptions
 from cdc_monitor.sources.kafka.planner import OffsetRange
 
@@ -58,47 +61,76 @@ class _Columns:
         return pa.RecordBatch.from_arrays([pa.array(self.cols[f.name], f.type) for f in schema], schema=schema)
 
 
-def read_range(opts: KafkaOptions, rng: OffsetRange, batch_rows: int = BATCH_ROWS) -> Iterator[Any]:
-    """Arrow record batches of the records in ``rng`` (time-filtered when the range has bounds)."""
+def read_range(opts: KafkaOptions, rng: OffsetRange, batch_rows: int = BATCH_ROWS, report_gaps: bool = False
+               ) -> Iterator[Any]:
+    """Arrow record batches of the records in ``rng`` (time-filtered when the range has bounds).
+    With ``report_gaps``, a range whose end is before its start is a partition whose offsets went
+    back: its gap row, then its records from the log start to that end."""
     from confluent_kafka import KafkaError, TopicPartition
 
-    if rng.end <= rng.start:
+    if rng.end <= rng.start and not (report_gaps and rng.end < rng.start):
         return
     consumer = new_consumer(opts, **{"fetch.wait.max.ms": 100})
+    tp = TopicPartition(rng.topic, rng.partition)
     try:
-        consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
+        start, end = rng.start, rng.end
+        if report_gaps:
+            low = consumer.get_watermark_offsets(tp, timeout=opts.timeout_s)[0]
+            if end < start:
+                yield gap_batch(rng.topic, rng.partition, Gap.OFFSETS_RESET, start, end)
+                start = low
+            elif start < low:
+                yield gap_batch(rng.topic, rng.partition, Gap.RECORDS_LOST, start, min(low, end))
+                start = low
+            if end <= start:
+                return
+        consumer.assign([TopicPartition(rng.topic, rng.partition, start)])
         cols = _Columns()
         last_progress = time.monotonic()
         done = False
-        next_offset = rng.start
+        next_offset = start
         while not done:
             # no more than the range still holds: consume() returns once it has that many, instead of
             # waiting out its timeout for records past the range (0.5 s per range and micro-batch)
-            msgs = consumer.consume(num_messages=max(1, min(5000, rng.end - next_offset)), timeout=0.5)
+            msgs = consumer.consume(num_messages=max(1, min(5000, end - next_offset)), timeout=0.5)
             if msgs:
                 last_progress = time.monotonic()
             elif time.monotonic() - last_progress > opts.read_timeout_s:
-                raise InputError(f"reading {rng.topic}[{rng.partition}] stalled before offset {rng.end} "
-                                 f"(planned {rng.start}..{rng.end}) for {opts.read_timeout_s:g}s: check the broker, "
+                raise InputError(f"reading {rng.topic}[{rng.partition}] stalled before offset {end} "
+                                 f"(planned {start}..{end}) for {opts.read_timeout_s:g}s: check the broker, "
                                  "or whether retention deleted the records")
             for msg in msgs:
                 err = msg.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
-                        done = done or msg.offset() >= rng.end
+                        done = done or msg.offset() >= end
                         continue
-                    raise InputError(f"reading {rng.topic}[{rng.partition}] failed: {err.str()}")
+                    if err.code() == KafkaError.OFFSET_OUT_OF_RANGE and report_gaps:
+                        # retention passed the offsets while they were being read: tell, go on from the log start
+                        low = consumer.get_watermark_offsets(tp, timeout=opts.timeout_s, cached=False)[0]
+                        if len(cols):
+                            yield cols.batch()
+                            cols = _Columns()
+                        yield gap_batch(rng.topic, rng.partition, Gap.RECORDS_LOST, next_offset, min(low, end))
+                        next_offset = low
+                        done = low >= end
+                        if not done:
+                            consumer.assign([TopicPartition(rng.topic, rng.partition, low)])
+                        break
+                    raise InputError(f"reading {rng.topic}[{rng.partition}] failed: {err.str()}"
+                                     + (" (retention deleted records of the window while it was read: scan a later "
+                                        "--start, or again)" if err.code() == KafkaError.OFFSET_OUT_OF_RANGE else ""))
                 off = msg.offset()
                 next_offset = off + 1
-                if off >= rng.end:
+                if off >= end:
                     done = True
                     break
-                if off < rng.start:
+                if off < start:
                     continue
                 ts = msg.timestamp()[1]
                 if (rng.min_ts is None or ts >= rng.min_ts) and (rng.max_ts is None or ts < rng.max_ts):
                     cols.add(msg)
-                done = off >= rng.end - 1
+                done = off >= end - 1
                 if len(cols) >= batch_rows:
                     yield cols.batch()
                     cols = _Columns()
