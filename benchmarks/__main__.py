@@ -3,7 +3,7 @@
 Generates a mixed-flavour, schema-enabled capture and measures side by side: (1) the machine's
 orjson parse limit in all cores, (2) the plain-Python baseline of the four checks, (3)
 `cdc-monitor scan` as a whole process and its pipeline without Spark start-up, (4) the same scan
-reading a tansu broker, (5) the Spark floor (`benchmarks/floor.py`: cdc-monitor's session and
+reading an Apache Kafka broker, (5) the Spark floor (`benchmarks/floor.py`: cdc-monitor's session and
 reader, the value parsed, one aggregate per topic: the least any Spark scan costs); peak memory
 of driver, JVM and Python workers; the cost of each check; and a scaling run (N, 2N, 4N).
 Results: a table on stdout and results.json in --workdir.
@@ -125,9 +125,9 @@ def main() -> None:
     print(f"(3) scan: {runs['scan']['seconds']} s", file=sys.stderr)
     if not opts.no_kafka:
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-        from tests.support.broker import Tansu
+        from tests.support.broker import ApacheKafka
 
-        broker = Tansu(work / "tansu.log")
+        broker = ApacheKafka(work / "kafka")
         try:
             started = time.perf_counter()
             produce_capture(paths, broker.bootstrap)

@@ -2,7 +2,10 @@
 latency from producing a faulty record to the metric showing it.
 ``--backlog``: every round's records are in the broker before watch starts (a backlog to catch up
 on, as after an outage), and a round's time runs from watch's start, its process start included.
-Usage: python -m benchmarks.watch [--rounds 4] [--events 10000] [--latency-probes 3] [--backlog]"""
+``--compare-readers``: the backlog caught up by each Kafka reader in turn (the bundled one and
+Spark's connector, from scripts/jars.sh), side by side over the same broker and records.
+Usage: python -m benchmarks.watch [--rounds 4] [--events 10000] [--latency-probes 3] [--backlog]
+       python -m benchmarks.watch --compare-readers [--events 10000]"""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from cdc_monitor.generator import generate
 from cdc_monitor.generator.kcat_writer import write_capture
 from cdc_monitor.generator.produce import produce_traffic
 from cdc_monitor.sources.kafka.options import KafkaOptions
-from tests.support.broker import Tansu, free_port
+from tests.support.broker import ApacheKafka, free_port, spark_kafka_jars
 from tests.support.promtools import get
 
 
@@ -59,6 +62,46 @@ def rss_mb(pid: int) -> float:
     return round(sum(_rss_and_kind(p)[0] for p in _tree(pid)) / 2**20, 1)
 
 
+def reader_args(reader: str, work: Path) -> list[str]:
+    """watch's flags for ``reader``: Spark's connector comes with a config putting its jars on spark.jars."""
+    if reader == "python":
+        return []
+    config = work / f"{reader}.toml"
+    config.write_text(f'[spark]\n"spark.jars" = "{",".join(spark_kafka_jars())}"\n')
+    return ["--kafka-reader", reader, "--config", str(config)]
+
+
+def compare_readers(events: int, interval: str) -> None:
+    """One backlog in the broker; each reader's watch, from its start, until every record is counted."""
+    work = Path(tempfile.mkdtemp(prefix="cdc-watch-readers-"))
+    broker = ApacheKafka(work / "kafka")
+    traffic = generate("mysql", events=events, seed=100)
+    produce_traffic(traffic, KafkaOptions.from_options({"kafka.bootstrap.servers": broker.bootstrap}))
+    n = len(traffic.records)
+    results: dict = {"records": n}
+    try:
+        for reader in ("python", "spark"):
+            port = free_port()
+            log = (work / f"watch-{reader}.log").open("wb")
+            started = time.monotonic()
+            proc = subprocess.Popen([sys.executable, "-m", "cdc_monitor", "watch", "--bootstrap-servers", broker.bootstrap,
+                                     "--starting-offsets", "earliest", "--checkpoint", str(work / f"ckpt-{reader}"),
+                                     "--listen", f"127.0.0.1:{port}", "--interval", interval, *reader_args(reader, work)],
+                                    stdout=log, stderr=subprocess.STDOUT)
+            try:
+                took = wait(port, "cdc_records_total", n) - started
+                findings = {k: v for k, v in scrape(port).items() if k.startswith("cdc_findings_total{") and v}
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(60)
+            results[reader] = {"catch_up_s": round(took, 1), "records_per_s": round(n / took), "findings": findings}
+            print(json.dumps({reader: results[reader]}), file=sys.stderr)
+    finally:
+        broker.stop()
+    results["spark_vs_python"] = round(results["python"]["catch_up_s"] / results["spark"]["catch_up_s"], 2)
+    print(json.dumps(results, indent=2))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=4)
@@ -67,9 +110,14 @@ def main() -> None:
     ap.add_argument("--interval", default="1s")
     ap.add_argument("--max-per-batch", type=int, help="--max-offsets-per-trigger of the watch (catch-up in batches of N)")
     ap.add_argument("--backlog", action="store_true", help="produce every round before watch starts")
+    ap.add_argument("--compare-readers", action="store_true", help="catch up on one backlog with each Kafka reader")
+    ap.add_argument("--kafka-reader", default="python", choices=["python", "spark"])
     args = ap.parse_args()
+    if args.compare_readers:
+        compare_readers(args.events, args.interval)
+        return
     work = Path(tempfile.mkdtemp(prefix="cdc-watch-bench-"))
-    broker = Tansu(work / "tansu.log")
+    broker = ApacheKafka(work / "kafka")
     opts = KafkaOptions.from_options({"kafka.bootstrap.servers": broker.bootstrap})
     port, ckpt = free_port(), work / "ckpt"
     # one continuous history, produced in rounds (a second generator run would replay positions)
@@ -85,7 +133,8 @@ def main() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "cdc_monitor", "watch", "--bootstrap-servers", broker.bootstrap,
                              "--starting-offsets", "earliest", "--checkpoint", str(ckpt), "--listen", f"127.0.0.1:{port}",
                              "--interval", args.interval, *(["--max-offsets-per-trigger", str(args.max_per_batch)]
-                                                            if args.max_per_batch else [])], stdout=log, stderr=subprocess.STDOUT)
+                                                            if args.max_per_batch else []),
+                             *reader_args(args.kafka_reader, work)], stdout=log, stderr=subprocess.STDOUT)
     results: dict = {"rounds": [], "latency_s": []}
     try:
         done = wait(port, "cdc_records_total", 10)

@@ -1,6 +1,6 @@
 """Avro with a Schema Registry, end to end: traffic serialized by confluent-kafka's AvroSerializer
 (schemas registered through its SchemaRegistryClient, as Debezium's Avro converter does) into
-tansu, scanned from Kafka with --schema-registry; the same records as JSON and as Avro-JSON text
+Apache Kafka, scanned from Kafka with --schema-registry; the same records as JSON and as Avro-JSON text
 give the same findings. The registry is a loopback server speaking the registry's REST API."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _produce_bad_topic(bootstrap: str, url: str) -> None:
 
 @pytest.fixture(scope="module")
 def avro_world(kafka_broker, tmp_path_factory):
-    """Faulty Avro traffic of two flavours in tansu (and a topic whose schemas are not Debezium's); the
+    """Faulty Avro traffic of two flavours in Apache Kafka (and a topic whose schemas are not Debezium's); the
     same records as JSON and Avro-JSON captures."""
     root = tmp_path_factory.mktemp("avro")
     with RegistryServer() as registry:

@@ -261,6 +261,9 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
 @click.option("--starting-offsets", type=click.Choice(["latest", "earliest"]), default="latest", show_default=True,
               help="Where a new checkpoint starts.")
 @click.option("--max-offsets-per-trigger", type=click.IntRange(1), help="Cap on records per micro-batch.")
+@click.option("--kafka-reader", type=click.Choice(["python", "spark"]), default="python", show_default=True,
+              help="python: the bundled reader (reports records_lost/offsets_reset); spark: Spark's Kafka connector "
+                   "(spark-sql-kafka on the classpath). Fixed for the life of a checkpoint.")
 @click.option("--key-ttl", default="24h", show_default=True, help="Keys idle this long (wall-clock time) leave the state store.")
 @click.option("--job", default="cdc-monitor-watch", show_default=True, help="The job label of the metrics.")
 @click.option("--config", "config_file", type=click.Path(), help="TOML config file (flags override it).")
@@ -270,7 +273,7 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
               help="Schema Registry for Avro keys and values in the wire format (credentials: CDC_MONITOR_SCHEMA_REGISTRY_*).")
 def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | None, kafka_option: tuple[str, ...],
           listen: str, web_config: str | None, checkpoint: str, interval: str, grace: str, starting_offsets: str,
-          max_offsets_per_trigger: int | None, key_ttl: str, job: str, config_file: str | None,
+          max_offsets_per_trigger: int | None, kafka_reader: str, key_ttl: str, job: str, config_file: str | None,
           lag_threshold: str | None, spark_master: str | None, schema_registry_url: str | None) -> None:
     """Monitor continuously: all checks on every micro-batch, metrics on /metrics, until SIGTERM."""
     from pathlib import Path
@@ -284,7 +287,7 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
     from cdc_monitor.watch.batch import WatchSettings
     from cdc_monitor.watch.state import StateStore
 
-    StateStore.check(Path(checkpoint))  # a checkpoint of an earlier format: exit 2 before Spark starts
+    StateStore.check(Path(checkpoint), kafka_reader)  # another format or reader: exit 2 before Spark starts
     web = load_web_config(web_config) if web_config else None  # so is a web config that cannot serve
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
     cfg = apply_format_flags({"schema_registry_url": schema_registry_url, "avro_json": None}, cfg)
@@ -318,7 +321,7 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
         raise EnvironmentProblem(problem)
     spark = get_spark(cfg.spark_master, cfg.spark_conf, micro_batches=True)
     watcher = Watcher(spark, WatchOptions(options, Path(checkpoint).resolve(), interval_ms / 1000, host or "0.0.0.0",
-                                          int(port), job, settings, web_config=web))
+                                          int(port), job, settings, web_config=web, reader=kafka_reader))
     sys.exit(watcher.run())
 
 

@@ -43,6 +43,7 @@ class WatchOptions:
     settings: WatchSettings
     max_failures: int = 0  # 0: retry forever
     web_config: WebConfig | None = None  # TLS and basic auth for /metrics (sinks/web_config.py)
+    reader: str = "python"  # watch/source.py: the bundled data source, or Spark's Kafka connector
 
 
 def driver_rss() -> float:
@@ -72,6 +73,7 @@ class Watcher:
         self.opts = opts
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.store = StateStore(opts.checkpoint)
+        self.store.bind_reader(opts.reader)
         self.state = self.store.load()
         self.failures = 0
         self.up = True  # False from a failed window until a batch completes again
@@ -139,14 +141,13 @@ class Watcher:
                                                        for o in ops))}
 
     def _start_query(self):
-        from cdc_monitor.sources.kafka.datasource import FORMAT
-        from cdc_monitor.sources.kafka.source import register
         from cdc_monitor.watch.carry import STREAM_CONF, carry_stream
+        from cdc_monitor.watch.source import open_stream
 
-        register(self.spark)
         for name, value in STREAM_CONF.items():
             self.spark.conf.set(name, value)
-        stream = self.spark.readStream.format(FORMAT).options(**self.opts.source_options).load()
+        topics = [t for t, _ in self.opts.settings.topic_partitions]
+        stream = open_stream(self.spark, self.opts.source_options, self.opts.reader, topics)
         carried = carry_stream(stream, self.opts.settings.carry(), self.opts.settings.scan)
         return (carried.writeStream.foreachBatch(self.on_batch)
                 .option("checkpointLocation", str(self.opts.checkpoint / "spark"))

@@ -69,10 +69,18 @@ class StateStore:
         if not layout.exists():
             layout.write_text(f"{LAYOUT}\n")
 
+    def bind_reader(self, reader: str) -> None:
+        """Record which Kafka reader writes this checkpoint (the readers' offsets differ)."""
+        (self.root / "reader").write_text(f"{reader}\n")
+
     @staticmethod
-    def check(root: Path) -> None:
-        """Refuse a checkpoint an earlier, incompatible watch wrote (before Spark starts)."""
+    def check(root: Path, reader: str | None = None) -> None:
+        """Refuse a checkpoint an earlier, incompatible watch wrote, or another Kafka reader (before Spark starts)."""
         state = root / "cdc-state"
+        written_by = state / "reader"
+        if reader is not None and written_by.exists() and written_by.read_text().strip() != reader:
+            raise InputError(f"the checkpoint {root} was written with --kafka-reader {written_by.read_text().strip()} "
+                             "(its offsets are that reader's): use that reader, or start with a new --checkpoint folder")
         if (state / "CURRENT").exists():
             raise InputError(f"the checkpoint {root} was written by an earlier cdc-monitor watch (state beside the "
                              "checkpoint, not in Spark's state store): start with a new --checkpoint folder")

@@ -57,10 +57,12 @@ def stage_stream(spark: SparkSession, folder: Path, events: int, batch: int, **t
     return len(ts)
 
 
-def run_stream(spark: SparkSession, source: Path, checkpoint: Path, settings: WatchSettings,
-               observe: Callable[[BatchOutcome], None] | None = None) -> tuple[list[BatchOutcome], WatchState]:
-    """Run the query until every staged file is processed (availableNow); returns the outcomes of
-    this run and the driver state as saved. ``observe`` sees each outcome as its batch ends."""
+def run_stream(spark: SparkSession, source: Path | None, checkpoint: Path, settings: WatchSettings,
+               observe: Callable[[BatchOutcome], None] | None = None, stream: DataFrame | None = None
+               ) -> tuple[list[BatchOutcome], WatchState]:
+    """Run the query until every staged file (or what ``stream``, a Kafka stream, has now) is
+    processed (availableNow); returns the outcomes of this run and the driver state as saved.
+    ``observe`` sees each outcome as its batch ends."""
     for name, value in STREAM_CONF.items():
         spark.conf.set(name, value)
     store = StateStore(checkpoint)
@@ -73,7 +75,8 @@ def run_stream(spark: SparkSession, source: Path, checkpoint: Path, settings: Wa
         if observe is not None:
             observe(outcome)
 
-    stream = spark.readStream.schema(KAFKA_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source))
+    if stream is None:
+        stream = spark.readStream.schema(KAFKA_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source))
     carried = carry_stream(stream, settings.carry(), settings.scan)
     query = (carried.writeStream.foreachBatch(on_batch).option("checkpointLocation", str(checkpoint / "spark"))
              .trigger(availableNow=True).start())
