@@ -40,7 +40,7 @@ from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.engine.jobs import JobCounter
 from cdc_monitor.engine.series import FindingsSeries, lag_series, step_ms
 from cdc_monitor.engine.union import narrow_union, union_all
-from cdc_monitor.vocabulary import CHECKS, SEVERITY_RANK
+from cdc_monitor.vocabulary import SCAN_CHECKS, SEVERITY_RANK
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -120,7 +120,7 @@ def lag_json(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def findings_by_check(counts: dict[str, dict[str, int]]) -> dict[str, int]:
-    out = dict.fromkeys(CHECKS, 0)
+    out = dict.fromkeys(SCAN_CHECKS, 0)
     for by_rule in counts.values():
         for rule, n in by_rule.items():
             out[CATALOGUE[rule].check] += n

@@ -10,7 +10,9 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-CHECKS = ("decode", "lag", "transactions", "schema", "ordering", "source")
+SCAN_CHECKS = ("decode", "lag", "transactions", "schema", "ordering")  # what a record window shows
+STREAM_CHECKS = ("source",)  # what a stream's reader saw the broker do (watch only)
+CHECKS = (*SCAN_CHECKS, *STREAM_CHECKS)
 
 
 class Severity(StrEnum):

@@ -111,6 +111,36 @@ def test_read_range_returns_every_record_with_its_metadata(numbered):
     assert first["headers"] == [{"key": "n", "value": b"1"}]
 
 
+def test_a_stream_range_tells_offsets_deleted_and_offsets_gone_back(kafka_broker):
+    """watch's reads (report_gaps): offsets the log no longer holds are one records_lost gap row and
+    reading goes on from the log start; a range ending before its start (the partition's offsets
+    went back) is an offsets_reset gap row, then the records from the log start. A scan's planned
+    window fails instead, saying why."""
+    import pyarrow as pa
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    from cdc_monitor.sources.kafka.gaps import Gap
+
+    produce(kafka_broker, "gaps.t", 1, 20)
+    deleted = TopicPartition("gaps.t", 0, 8)
+    admin = AdminClient({"bootstrap.servers": kafka_broker})  # (kept: a collected client drops its request)
+    admin.delete_records([deleted])[deleted].result(30)
+    o = opts(kafka_broker)
+
+    def rows(rng: OffsetRange) -> list[dict]:
+        return pa.Table.from_batches(list(read_range(o, rng, report_gaps=True))).to_pylist()
+
+    lost = rows(OffsetRange("gaps.t", 0, 3, 20))
+    assert (lost[0]["offset"], json.loads(lost[0]["value"])) == (Gap.RECORDS_LOST, {"from": 3, "to": 8})
+    assert [r["offset"] for r in lost[1:]] == list(range(8, 20))
+    back = rows(OffsetRange("gaps.t", 0, 30, 15))
+    assert (back[0]["offset"], json.loads(back[0]["value"])) == (Gap.OFFSETS_RESET, {"from": 30, "to": 15})
+    assert [r["offset"] for r in back[1:]] == list(range(8, 15))
+    with pytest.raises(InputError, match="retention deleted records"):
+        list(read_range(o, OffsetRange("gaps.t", 0, 3, 20)))
+
+
 def test_batch_frame_has_the_kafka_source_columns_and_all_records(spark, numbered):
     frame = read_kafka(spark, {"kafka.bootstrap.servers": numbered, "subscribe": "numbers.a"}).records
     assert frame.schema == KAFKA_SCHEMA

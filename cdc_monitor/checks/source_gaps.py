@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_monitor.sources.kafka.gaps import Gap
-from cdc_monitor.vocabulary import Rule, Severity, TopicRoles
+from cdc_monitor.vocabulary import STREAM_CHECKS, Rule, Severity, TopicRoles
 
-CHECK = "source"
+CHECK = STREAM_CHECKS[0]
 RULES = (
     Rule("records_lost", CHECK, Severity.ERROR, "record",
          "offsets of a partition were deleted (retention, DeleteRecords) before watch read them: counted per offset "

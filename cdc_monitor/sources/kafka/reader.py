@@ -61,6 +61,13 @@ class _Columns:
         return pa.RecordBatch.from_arrays([pa.array(self.cols[f.name], f.type) for f in schema], schema=schema)
 
 
+def _out_of_range() -> tuple[int, ...]:
+    from confluent_kafka import KafkaError
+
+    # with auto.offset.reset=error librdkafka reports a missing offset as _AUTO_OFFSET_RESET
+    return KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE
+
+
 def read_range(opts: KafkaOptions, rng: OffsetRange, batch_rows: int = BATCH_ROWS, report_gaps: bool = False
                ) -> Iterator[Any]:
     """Arrow record batches of the records in ``rng`` (time-filtered when the range has bounds).
@@ -68,20 +75,16 @@ def read_range(opts: KafkaOptions, rng: OffsetRange, batch_rows: int = BATCH_ROW
     back: its gap row, then its records from the log start to that end."""
     from confluent_kafka import KafkaError, TopicPartition
 
+    out_of_range = _out_of_range()
     if rng.end <= rng.start and not (report_gaps and rng.end < rng.start):
         return
     consumer = new_consumer(opts, **{"fetch.wait.max.ms": 100})
     tp = TopicPartition(rng.topic, rng.partition)
     try:
         start, end = rng.start, rng.end
-        if report_gaps:
-            low = consumer.get_watermark_offsets(tp, timeout=opts.timeout_s)[0]
-            if end < start:
-                yield gap_batch(rng.topic, rng.partition, Gap.OFFSETS_RESET, start, end)
-                start = low
-            elif start < low:
-                yield gap_batch(rng.topic, rng.partition, Gap.RECORDS_LOST, start, min(low, end))
-                start = low
+        if end < start:  # (report_gaps) the partition's offsets went back: its records from its log start
+            yield gap_batch(rng.topic, rng.partition, Gap.OFFSETS_RESET, start, end)
+            start = consumer.get_watermark_offsets(tp, timeout=opts.timeout_s, cached=False)[0]
             if end <= start:
                 return
         consumer.assign([TopicPartition(rng.topic, rng.partition, start)])
@@ -105,8 +108,9 @@ def read_range(opts: KafkaOptions, rng: OffsetRange, batch_rows: int = BATCH_ROW
                     if err.code() == KafkaError._PARTITION_EOF:
                         done = done or msg.offset() >= end
                         continue
-                    if err.code() == KafkaError.OFFSET_OUT_OF_RANGE and report_gaps:
-                        # retention passed the offsets while they were being read: tell, go on from the log start
+                    if err.code() in out_of_range and report_gaps:
+                        # the log no longer holds the offset asked for (retention, DeleteRecords, before
+                        # or while this range is read): tell, and go on from the log start
                         low = consumer.get_watermark_offsets(tp, timeout=opts.timeout_s, cached=False)[0]
                         if len(cols):
                             yield cols.batch()
@@ -119,7 +123,7 @@ def read_range(opts: KafkaOptions, rng: OffsetRange, batch_rows: int = BATCH_ROW
                         break
                     raise InputError(f"reading {rng.topic}[{rng.partition}] failed: {err.str()}"
                                      + (" (retention deleted records of the window while it was read: scan a later "
-                                        "--start, or again)" if err.code() == KafkaError.OFFSET_OUT_OF_RANGE else ""))
+                                        "--start, or again)" if err.code() in out_of_range else ""))
                 off = msg.offset()
                 next_offset = off + 1
                 if off >= end:
