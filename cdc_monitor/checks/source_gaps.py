@@ -3,8 +3,9 @@
 
 - ``records_lost``: offsets deleted (retention, DeleteRecords) before watch read them; counted once
   per offset skipped, never a silent skip.
-- ``offsets_reset``: a partition's offsets went back (its topic deleted and created again); counted
-  once per partition reset. Its earlier records are no longer the context of its new ones.
+- ``offsets_reset``: a partition's log is a new one (its topic deleted and created again: a new topic
+  id, or offsets that went back); counted once per partition reset. Its earlier records are no
+  longer the context of its new ones.
 """
 
 from __future__ import annotations

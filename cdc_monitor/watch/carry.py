@@ -248,10 +248,13 @@ def _server(st: dict[str, Any], pdf: pd.DataFrame | None, cfg: CarrySettings, no
 
 
 def _tail(held: list[Any] | None, pdf: pd.DataFrame | None) -> tuple[Out, list[Any] | None]:
+    order = ("record_ts_ms", "topic", "partition", "offset")  # record_ts_ms carries the event's ts_ms here
+    rows = _rows(pdf, ROW + order) if pdf is not None else []
+    if held and any(r[0] == held[0] and r[1] == held[1] and r[2] <= held[2] for r in rows):
+        held = None  # a new record at or before it in its partition: it is an earlier log's (topic created again)
     out = _tagged([_unpack(held)], TAIL) if held else []
-    if pdf is not None:
-        order = ("record_ts_ms", "topic", "partition", "offset")  # record_ts_ms carries the event's ts_ms here
-        newest = max(((r[-4:], r[:-4]) for r in _rows(pdf, ROW + order)), key=lambda x: x[0])
+    if rows:
+        newest = max(((r[-4:], r[:-4]) for r in rows), key=lambda x: x[0])
         if held is None or tuple(newest[0]) > tuple(held[len(ROW):]):
             held = [*_pack(newest[1]), *newest[0]]
     return out, held

@@ -84,6 +84,24 @@ class BrokerInspector:
             raise unreachable(self.opts, err.args[0].str() if err.args else err) from None
         return {name: len(t.partitions) for name, t in meta.topics.items() if t.error is None}
 
+    def topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
+        """Each topic's id (Kafka gives a topic created again a new one); {} for topics the broker
+        does not describe (no DESCRIBE permission, an old broker): those are judged by offsets alone."""
+        from confluent_kafka import TopicCollection
+        from confluent_kafka.admin import AdminClient
+
+        names = sorted(set(topics))
+        if not names:
+            return {}
+        admin = AdminClient({"bootstrap.servers": self.opts.bootstrap_servers, **self.opts.client_conf}, logger=_QUIET)
+        out = {}
+        for name, future in admin.describe_topics(TopicCollection(names), request_timeout=self.opts.timeout_s).items():
+            try:
+                out[name] = str(future.result(self.opts.timeout_s).topic_id)
+            except Exception:  # an id is a refinement: without it, offsets decide
+                continue
+        return out
+
     def watermarks(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
         """(log start, reported high watermark) per partition: the high mark may lag the real end."""
         from confluent_kafka import KafkaException, TopicPartition

@@ -71,18 +71,27 @@ class KafkaBatchReader(DataSourceReader):
             yield from read_range(self.opts, partition.rng)
 
 
-Offsets = dict[str, dict[str, int]]
+Offsets = dict[str, dict[str, Any]]  # topic -> partition -> next offset; IDS -> topic -> topic id
+IDS = "@ids"  # a topic created again has a new id: its partitions are read again from their log start
 
 
 def _flat(offsets: Offsets) -> dict[tuple[str, int], int]:
-    return {(t, int(p)): int(o) for t, parts in offsets.items() for p, o in parts.items()}
+    return {(t, int(p)): int(o) for t, parts in offsets.items() if t != IDS for p, o in parts.items()}
 
 
-def _nested(flat: dict[tuple[str, int], int]) -> Offsets:
+def _nested(flat: dict[tuple[str, int], int], ids: dict[str, str] | None = None) -> Offsets:
     out: Offsets = {}
     for (t, p), o in sorted(flat.items()):
         out.setdefault(t, {})[str(p)] = o
+    if ids:
+        out[IDS] = dict(sorted(ids.items()))
     return out
+
+
+def renewed_topics(start: Offsets, now: dict[str, str]) -> set[str]:
+    """Topics whose id differs from the one ``start`` recorded (deleted and created again)."""
+    before = start.get(IDS, {})
+    return {t for t, i in now.items() if before.get(t) not in (None, i)}
 
 
 def cap_offsets(start: dict[tuple[str, int], int], latest: dict[tuple[str, int], int], max_rows: int
@@ -107,8 +116,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.opts = opts
         self.target: dict[tuple[str, int], int] | None = None
 
-    def _current(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
-        """(log start, real end) of every selected partition now.
+    def _current(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int], dict[str, str]]:
+        """(log start, real end) of every selected partition now, and the selected topics' ids.
 
         Transaction topics are measured first: Debezium writes a transaction's data events before
         its END, so every END inside a planned range has its data events inside theirs too."""
@@ -120,17 +129,18 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             txn = {tp: m for tp, m in marks.items() if roles.is_transaction(tp[0])}
             ends = insp.true_ends(txn)
             ends |= insp.true_ends({tp: m for tp, m in marks.items() if tp not in txn})
-            return {tp: m[0] for tp, m in marks.items()}, ends
+            return {tp: m[0] for tp, m in marks.items()}, ends, insp.topic_ids({t for t, _ in tps})
 
     def initialOffset(self) -> Offsets:
-        lows, ends = self._current()
+        lows, ends, ids = self._current()
         if self.opts.starting == LATEST:
-            return _nested(ends)
+            return _nested(ends, ids)
         if isinstance(self.opts.starting, dict):
             spec = self.opts.starting
             pick = {tp: spec.get(tp[0], {}).get(tp[1], EARLIEST) for tp in ends}
-            return _nested({tp: lows[tp] if v == EARLIEST else ends[tp] if v == LATEST else v for tp, v in pick.items()})
-        return _nested(lows)
+            return _nested({tp: lows[tp] if v == EARLIEST else ends[tp] if v == LATEST else v for tp, v in pick.items()},
+                           ids)
+        return _nested(lows, ids)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_offsets_per_trigger:
@@ -142,25 +152,31 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         begin = _flat(start)
-        lows, ends = self._current()
+        lows, ends, ids = self._current()
         if self.target is not None:
             ends = {tp: min(e, self.target.get(tp, lows[tp])) for tp, e in ends.items()}
         # a partition the broker does not list now (its topic deleted, maybe to be created again)
-        # keeps its offset; an end before the start is a partition whose offsets went back: its
-        # range (end < start) reads a gap row and the records from its log start (reader.py)
+        # keeps its offset and its topic's id; a topic with a new id, or a partition whose end is
+        # before its start, is a new log: its range reads a gap row and the records from its log
+        # start (partitions(), reader.py)
         kept = {tp: o for tp, o in begin.items() if tp not in ends}
-        begin = {tp: begin.get(tp, lows[tp]) for tp in ends}  # new partitions: from their log start
+        kept_ids = {t: i for t, i in start.get(IDS, {}).items() if t not in ids}
+        renewed = renewed_topics(start, ids)
+        # new partitions, and those of a topic created again: from their log start
+        begin = {tp: lows[tp] if tp[0] in renewed else begin.get(tp, lows[tp]) for tp in ends}
         if isinstance(limit, ReadMaxRows):
             ends = cap_offsets(begin, ends, limit.max_rows)
-        return _nested(kept | ends)
+        return _nested(kept | ends, kept_ids | ids)
 
     def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
         begin, stop = _flat(start), _flat(end)
+        renewed = renewed_topics(start, end.get(IDS, {}))
         ranges = []
         for tp, hi in sorted(stop.items()):
             lo = begin.get(tp, 0)  # a partition that appeared in this batch: from offset 0
-            if hi != lo:  # hi < lo: its offsets went back (read from its log start, after a gap row)
-                ranges.append(RangePartition(OffsetRange(tp[0], tp[1], lo, hi)))
+            reset = tp[0] in renewed and tp in begin  # a new log: read from its log start, after a gap row
+            if hi != lo or reset:  # (hi < lo: its offsets went back, a new log too)
+                ranges.append(RangePartition(OffsetRange(tp[0], tp[1], lo, hi, reset=reset)))
         return ranges
 
     def read(self, partition: InputPartition) -> Iterator[Any]:

@@ -31,6 +31,7 @@ class OffsetRange:
     min_ts: int | None = None
     max_ts: int | None = None
     log_start: int = 0
+    reset: bool = False  # (stream) the topic was created again since ``start``: read from its log start
 
     def to_dict(self) -> dict:
         return asdict(self)

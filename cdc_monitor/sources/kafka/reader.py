@@ -71,18 +71,20 @@ def _out_of_range() -> tuple[int, ...]:
 def read_range(opts: KafkaOptions, rng: OffsetRange, batch_rows: int = BATCH_ROWS, report_gaps: bool = False
                ) -> Iterator[Any]:
     """Arrow record batches of the records in ``rng`` (time-filtered when the range has bounds).
-    With ``report_gaps``, a range whose end is before its start is a partition whose offsets went
-    back: its gap row, then its records from the log start to that end."""
+    With ``report_gaps``, a range marked ``reset`` or whose end is before its start is a partition
+    whose log is a new one (its topic created again): its gap row, then its records from the log
+    start to that end."""
     from confluent_kafka import KafkaError, TopicPartition
 
     out_of_range = _out_of_range()
-    if rng.end <= rng.start and not (report_gaps and rng.end < rng.start):
+    went_back = report_gaps and (rng.reset or rng.end < rng.start)
+    if rng.end <= rng.start and not went_back:
         return
     consumer = new_consumer(opts, **{"fetch.wait.max.ms": 100})
     tp = TopicPartition(rng.topic, rng.partition)
     try:
         start, end = rng.start, rng.end
-        if end < start:  # (report_gaps) the partition's offsets went back: its records from its log start
+        if went_back:  # the partition's log is a new one: its records from its log start
             yield gap_batch(rng.topic, rng.partition, Gap.OFFSETS_RESET, start, end)
             start = consumer.get_watermark_offsets(tp, timeout=opts.timeout_s, cached=False)[0]
             if end <= start:
