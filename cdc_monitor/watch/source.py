@@ -9,7 +9,6 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from cdc_monitor.errors import EnvironmentProblem
 from cdc_monitor.sources.base import KAFKA_COLUMNS
 from cdc_monitor.sources.kafka.options import DEFAULT_EXCLUDE
 
@@ -41,13 +40,10 @@ def open_stream(spark: SparkSession, options: Mapping[str, str], reader: str = P
                 topics: list[str] | None = None) -> DataFrame:
     """The streaming frame of Kafka records ``options`` select; ``topics``: those selected at start."""
     if reader == SPARK:
-        from cdc_monitor.sources.kafka.source import spark_kafka_available
+        from cdc_monitor.sources.kafka.source import connector_missing, spark_kafka_available
 
         if not spark_kafka_available(spark):
-            raise EnvironmentProblem(
-                "--kafka-reader spark needs Spark's Kafka connector: add spark.jars.packages = "
-                "\"org.apache.spark:spark-sql-kafka-0-10_2.13:<your Spark version>\" to --config's [spark] table "
-                "(or the jars to spark.jars), or use --kafka-reader python")
+            raise connector_missing()
         frame = spark.readStream.format("kafka").options(**spark_stream_options(options, topics or [])).load()
         return frame.select(*KAFKA_COLUMNS)
     from cdc_monitor.sources.kafka.datasource import FORMAT

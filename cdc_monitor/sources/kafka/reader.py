@@ -61,13 +61,6 @@ class _Columns:
         return pa.RecordBatch.from_arrays([pa.array(self.cols[f.name], f.type) for f in schema], schema=schema)
 
 
-def _out_of_range() -> tuple[int, ...]:
-    from confluent_kafka import KafkaError
-
-    # with auto.offset.reset=error librdkafka reports a missing offset as _AUTO_OFFSET_RESET
-    return KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE
-
-
 def read_range(opts: KafkaOptions, rng: OffsetRange, batch_rows: int = BATCH_ROWS, report_gaps: bool = False
                ) -> Iterator[Any]:
     """Arrow record batches of the records in ``rng`` (time-filtered when the range has bounds).
@@ -76,7 +69,8 @@ def read_range(opts: KafkaOptions, rng: OffsetRange, batch_rows: int = BATCH_ROW
     start to that end."""
     from confluent_kafka import KafkaError, TopicPartition
 
-    out_of_range = _out_of_range()
+    # with auto.offset.reset=error librdkafka reports an offset the log no longer holds as _AUTO_OFFSET_RESET
+    out_of_range = (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE)
     went_back = report_gaps and (rng.reset or rng.end < rng.start)
     if rng.end <= rng.start and not went_back:
         return
@@ -114,9 +108,6 @@ def read_range(opts: KafkaOptions, rng: OffsetRange, batch_rows: int = BATCH_ROW
                         # the log no longer holds the offset asked for (retention, DeleteRecords, before
                         # or while this range is read): tell, and go on from the log start
                         low = consumer.get_watermark_offsets(tp, timeout=opts.timeout_s, cached=False)[0]
-                        if len(cols):
-                            yield cols.batch()
-                            cols = _Columns()
                         yield gap_batch(rng.topic, rng.partition, Gap.RECORDS_LOST, next_offset, min(low, end))
                         next_offset = low
                         done = low >= end

@@ -43,6 +43,14 @@ def spark_kafka_available(spark: SparkSession) -> bool:
     return True
 
 
+def connector_missing() -> EnvironmentProblem:
+    """What ``--kafka-reader spark`` says when Spark's Kafka connector is not on the classpath."""
+    return EnvironmentProblem(
+        "--kafka-reader spark needs Spark's Kafka connector: add spark.jars.packages = "
+        "\"org.apache.spark:spark-sql-kafka-0-10_2.13:<your Spark version>\" to --config's [spark] table (or "
+        "--packages with spark-submit, or the jars to spark.jars), or use --kafka-reader python")
+
+
 def spark_reader_options(opts: KafkaOptions, ranges: list[OffsetRange]) -> dict[str, str]:
     """Options for ``spark.read.format("kafka")`` covering exactly ``ranges``."""
     live = [r for r in ranges if r.end > r.start]
@@ -82,10 +90,7 @@ def read_kafka(spark: SparkSession, options: Mapping[str, str], reader: str = "p
     available = reader != "python" and spark_kafka_available(spark)  # asked once: a probe of Spark's reader
     use_spark = reader == "spark" or (reader == "auto" and available)
     if use_spark and not available:
-        raise EnvironmentProblem(
-            "--kafka-reader spark needs Spark's Kafka connector: start with "
-            "--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<your Spark version> (or put the jar in "
-            "spark.jars), or use --kafka-reader python")
+        raise connector_missing()
     if not any(r.end > r.start for r in ranges):
         frame = spark.createDataFrame([], KAFKA_SCHEMA)
     elif use_spark:
