@@ -23,8 +23,6 @@ from cdc_monitor.vocabulary import Rule
 MODULES = (decode, registry_schemas, lag, stalls, transactions, schema, source_block, schema_changes, ordering, snapshots,
            source_gaps)
 CATALOGUE: dict[str, Rule] = {r.name: r for m in MODULES for r in m.RULES}
-# rule -> (check, severity, meaning)
-RULES: dict[str, tuple[str, str, str]] = {r.name: (r.check, r.severity, r.meaning) for r in CATALOGUE.values()}
 ONCE_PER_TOPIC = schema.ONCE_PER_TOPIC
 
 

@@ -14,31 +14,30 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-RULES = (
-    Rule("invalid_json", "decode", "error", "record", "value or key is not exactly one valid JSON document"),
-    Rule("invalid_envelope", "decode", "error", "record", "valid JSON, but not a Kafka Connect / Debezium object"),
-    Rule("invalid_capture_line", "decode", "error", "record", "a capture-file line that is not a kcat -J record"),
-    Rule("duplicate_capture_record", "decode", "warning", "table",
-         "records read more than once (same topic, partition and offset: overlapping captures), counted once"),
-)
+INVALID_JSON = Rule("invalid_json", "decode", "error", "record", "value or key is not exactly one valid JSON document")
+INVALID_ENVELOPE = Rule("invalid_envelope", "decode", "error", "record", "valid JSON, but not a Kafka Connect / Debezium object")
+INVALID_CAPTURE_LINE = Rule("invalid_capture_line", "decode", "error", "record", "a capture-file line that is not a kcat -J record")
+DUPLICATE_CAPTURE_RECORD = Rule("duplicate_capture_record", "decode", "warning", "table",
+    "records read more than once (same topic, partition and offset: overlapping captures), counted once")
+RULES = (INVALID_JSON, INVALID_ENVELOPE, INVALID_CAPTURE_LINE, DUPLICATE_CAPTURE_RECORD)
 # problems of the capture files, not of the stream: the generator never injects them
-CAPTURE_RULES = frozenset({"invalid_capture_line", "duplicate_capture_record"})
+CAPTURE_RULES = frozenset({INVALID_CAPTURE_LINE.name, DUPLICATE_CAPTURE_RECORD.name})
 
 
 def decode_rules() -> list[RecordRule]:
     return [
-        RecordRule(rule, F.col("decode_error") == rule, F.concat(
+        RecordRule(rule, F.col("decode_error") == rule.name, F.concat(
             F.col("decode_detail"), F.lit(" is not "),
-            F.lit("valid JSON" if rule == "invalid_json" else "a Connect/Debezium object"),
+            F.lit("valid JSON" if rule is INVALID_JSON else "a Connect/Debezium object"),
             F.lit(": "), F.col("decode_snippet"),
         ), located=False)
-        for rule in ("invalid_json", "invalid_envelope")
+        for rule in (INVALID_JSON, INVALID_ENVELOPE)
     ]
 
 
 def capture_line_findings(rejects: DataFrame) -> DataFrame:
     msg = F.concat(F.lit("not a kcat -J record in "), F.col("file"), F.lit(": "), F.substring("line", 1, SNIPPET))
-    return rejects.select(*finding("invalid_capture_line", msg))
+    return rejects.select(*finding(INVALID_CAPTURE_LINE, msg))
 
 
 def duplicate_record_findings(spark: SparkSession, duplicates: dict[tuple[str, int], int]) -> DataFrame:
@@ -47,4 +46,4 @@ def duplicate_record_findings(spark: SparkSession, duplicates: dict[tuple[str, i
                                  "topic string, partition int, n bigint")
     msg = F.concat(F.col("n").cast("string"), F.lit(" record(s) read more than once (same topic, partition and "
                                                       "offset: overlapping captures?); each counted and checked once"))
-    return rows.select(*finding("duplicate_capture_record", msg, topic=F.col("topic"), partition=F.col("partition")))
+    return rows.select(*finding(DUPLICATE_CAPTURE_RECORD, msg, topic=F.col("topic"), partition=F.col("partition")))

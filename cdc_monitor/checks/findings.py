@@ -14,6 +14,8 @@ from pyspark.sql import functions as F
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from cdc_monitor.vocabulary import Rule
+
 FINDING_COLUMNS = [
     "check", "rule", "severity", "topic", "partition", "offset", "offsets", "key", "txn_id", "message",
     "server", "table",
@@ -67,12 +69,9 @@ def key_payload(key: Column) -> Column:
     return F.when(F.get_json_object(key, "$.schema").isNotNull() & payload.isNotNull(), payload).otherwise(key)
 
 
-def finding(rule: str, message: Column, **loc: Column | None) -> list[Column]:
-    """Select-list for a finding of ``rule`` (check and severity from RULES)."""
-    from cdc_monitor.checks.catalogue import CATALOGUE
-
-    r = CATALOGUE[rule]
-    return _finding_columns(F.lit(r.check), F.lit(rule), F.lit(r.severity), message, **loc)
+def finding(rule: Rule, message: Column, **loc: Column | None) -> list[Column]:
+    """Select-list for a finding of ``rule`` (its check and severity as it declares them)."""
+    return _finding_columns(F.lit(rule.check), F.lit(rule.name), F.lit(rule.severity), message, **loc)
 
 
 def dynamic_finding(rule: Column, message: Column, **loc: Column | None) -> list[Column]:
@@ -88,7 +87,7 @@ def dynamic_finding(rule: Column, message: Column, **loc: Column | None) -> list
 class RecordRule:
     """A rule judged on each record alone: ``when`` (its scope included) and the message."""
 
-    rule: str
+    rule: Rule
     when: Column
     message: Column
     located: bool = True  # False: the record could not be decoded, so txn_id and table stay null
@@ -98,7 +97,7 @@ def record_findings(events: DataFrame, rules: list[RecordRule]) -> DataFrame:
     """Every per-record rule in one pass over ``events``: the records breaking any rule, then
     one finding per rule broken (rather than one scan of the events per rule)."""
     broken = F.array(*[
-        F.when(r.when, F.struct(F.lit(r.rule).alias("rule"), r.message.cast("string").alias("message"),
+        F.when(r.when, F.struct(F.lit(r.rule.name).alias("rule"), r.message.cast("string").alias("message"),
                                 F.lit(r.located).alias("located")))
         for r in rules
     ])

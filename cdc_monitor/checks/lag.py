@@ -26,14 +26,13 @@ from cdc_monitor.vocabulary import Rule
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-RULES = (
-    Rule("lag_spike", "lag", "warning", "table", "lag above the table's threshold (one finding per run of events)"),
-    Rule("negative_lag", "lag", "warning", "record", "ts_ms before source.ts_ms (clock skew)"),
-    Rule("invalid_source_ts", "lag", "warning", "record",
-         "source timestamp missing or outside 2000..2100 (change events; on snapshot reads, present and outside)"),
-    Rule("invalid_event_ts", "lag", "warning", "record",
-         "ts_ms present but not an integer ms time in 2000..2100 (e.g. nanoseconds): the event is left out of lag"),
-)
+LAG_SPIKE = Rule("lag_spike", "lag", "warning", "table", "lag above the table's threshold (one finding per run of events)")
+NEGATIVE_LAG = Rule("negative_lag", "lag", "warning", "record", "ts_ms before source.ts_ms (clock skew)")
+INVALID_SOURCE_TS = Rule("invalid_source_ts", "lag", "warning", "record",
+    "source timestamp missing or outside 2000..2100 (change events; on snapshot reads, present and outside)")
+INVALID_EVENT_TS = Rule("invalid_event_ts", "lag", "warning", "record",
+    "ts_ms present but not an integer ms time in 2000..2100 (e.g. nanoseconds): the event is left out of lag")
+RULES = (LAG_SPIKE, NEGATIVE_LAG, INVALID_SOURCE_TS, INVALID_EVENT_TS)
 
 
 QUANTILES = (("p50_ms", 0.5), ("p95_ms", 0.95), ("p99_ms", 0.99))
@@ -138,7 +137,7 @@ def lag_table(events: DataFrame) -> DataFrame:
         # cumulative counts per HISTOGRAM_LE_S bound (the +Inf bucket is ``count``)
         F.array(*[F.count(F.when(F.col("lag_us") <= int(le * 1_000_000), 1)) for le in HISTOGRAM_LE_S]).alias("le_counts"),
         F.coalesce(F.sum((F.col("lag_us") < 0).cast("int")), F.lit(0)).alias("negative"),
-        F.coalesce(F.sum((~F.col("source_ts_valid")).cast("int")), F.lit(0)).alias("invalid_source_ts"),
+        F.coalesce(F.sum((~F.col("source_ts_valid")).cast("int")), F.lit(0)).alias(INVALID_SOURCE_TS.name),
         *[_pct("record_lag_ms", p).alias("record_" + name) for name, p in QUANTILES],
         F.max("record_lag_ms").alias("record_max_ms"),
         F.max("valid_source_ts_ms").alias("last_source_ts_ms"),
@@ -175,13 +174,13 @@ def lag_rules() -> list[RecordRule]:
     lag = lag_us()
     hint = unit_hint(F.col("source_ts_raw"))
     return [
-        RecordRule("invalid_source_ts", (is_change | _judged_read()) & _from_source() & ~valid, F.concat(
+        RecordRule(INVALID_SOURCE_TS, (is_change | _judged_read()) & _from_source() & ~valid, F.concat(
             F.lit("source timestamp "), F.coalesce(F.col("source_ts_raw"), F.lit("missing")),
             F.lit(" is not an integer ms time between 2000 and 2100"),
             F.coalesce(F.concat(F.lit(": it looks like "), hint, F.lit(", not milliseconds")), F.lit("")))),
-        RecordRule("negative_lag", is_change & valid & _valid_event_ts() & (lag < 0),
+        RecordRule(NEGATIVE_LAG, is_change & valid & _valid_event_ts() & (lag < 0),
                    F.concat(F.lit("lag "), ms_text(lag), F.lit(" ms: ts_ms before source.ts_ms (clock skew?)"))),
-        RecordRule("invalid_event_ts", is_change & _invalid_event_ts(), F.concat(
+        RecordRule(INVALID_EVENT_TS, is_change & _invalid_event_ts(), F.concat(
             F.lit("ts_ms "), F.col("ts_ms_raw"), F.lit(" is not an integer ms time between 2000 and 2100"),
             F.coalesce(F.concat(F.lit(": it looks like "), unit_hint(F.col("ts_ms_raw")), F.lit(", not milliseconds")),
                        F.lit("")), F.lit("; left out of lag"))),
@@ -214,8 +213,7 @@ def lag_spike_findings(events: DataFrame, default_ms: int, thresholds: Mapping[s
         F.max("threshold_ms").alias("threshold_ms"),
         F.sort_array(F.collect_list(F.struct("ts_ms", "offset"))).alias("members"),
     )
-    spike = spikes.select(*finding(
-        "lag_spike",
+    spike = spikes.select(*finding(LAG_SPIKE,
         F.concat(F.lit("lag spike: "), F.col("n"), F.lit(" event(s) above "), F.col("threshold_ms"),
                  F.lit(" ms, peak "), F.col("peak"), F.lit(" ms")),
         topic=F.col("first.topic"), partition=F.col("first.partition"), offset=F.col("first.offset"),

@@ -26,15 +26,14 @@ if TYPE_CHECKING:
 
     from cdc_monitor.engine.facts import WindowFacts
 
-RULES = (
-    Rule("position_regression", "ordering", "error", "key", "source position went backwards for a key"),
-    Rule("duplicate", "ordering", "warning", "key",
-         "the same event again (redelivery/replay); a replayed snapshot read is this, not snapshot_restarted"),
-    Rule("missing_create", "ordering", "warning", "key", "update/delete of a key never created in a full partition"),
-    Rule("event_after_delete", "ordering", "error", "key", "update/delete after the key was deleted"),
-    Rule("tombstone_without_delete", "ordering", "warning", "key", "tombstone not preceded by a delete"),
-    Rule("key_in_multiple_partitions", "ordering", "error", "key", "one key in several partitions of a topic"),
-)
+POSITION_REGRESSION = Rule("position_regression", "ordering", "error", "key", "source position went backwards for a key")
+DUPLICATE = Rule("duplicate", "ordering", "warning", "key",
+    "the same event again (redelivery/replay); a replayed snapshot read is this, not snapshot_restarted")
+MISSING_CREATE = Rule("missing_create", "ordering", "warning", "key", "update/delete of a key never created in a full partition")
+EVENT_AFTER_DELETE = Rule("event_after_delete", "ordering", "error", "key", "update/delete after the key was deleted")
+TOMBSTONE_WITHOUT_DELETE = Rule("tombstone_without_delete", "ordering", "warning", "key", "tombstone not preceded by a delete")
+KEY_IN_MULTIPLE_PARTITIONS = Rule("key_in_multiple_partitions", "ordering", "error", "key", "one key in several partitions of a topic")
+RULES = (POSITION_REGRESSION, DUPLICATE, MISSING_CREATE, EVENT_AFTER_DELETE, TOMBSTONE_WITHOUT_DELETE, KEY_IN_MULTIPLE_PARTITIONS)
 
 
 KEY = ["topic", "key_payload"]
@@ -89,21 +88,19 @@ def ordering_findings(events: DataFrame, facts: WindowFacts, cache: FrameCache =
         .groupBy("topic", "partition", "key_payload", "home")
         .agg(F.min_by(F.struct("offset", "key", "txn_id", "server", "table"), "offset").alias("f"),
              F.sort_array(F.collect_list("offset")).alias("offs"))
-        .select(*finding(
-            "key_in_multiple_partitions",
+        .select(*finding(KEY_IN_MULTIPLE_PARTITIONS,
             F.concat(F.lit("key also in partition "), F.col("home"), F.lit(" of this topic")),
             topic=F.col("topic"), partition=F.col("partition"), offset=F.col("f.offset"), offsets=F.col("offs"),
             key=F.col("f.key"), txn_id=F.col("f.txn_id"), server=F.col("f.server"), table=F.col("f.table"),
         ))
     )
     duplicates = recs.where("dup").select(*finding(
-        "duplicate", F.lit("same op, row and source position as an earlier event of this key"), **loc))
+        DUPLICATE, F.lit("same op, row and source position as an earlier event of this key"), **loc))
     tombstones = recs.where(
         (F.col("kind") == "tombstone")
         & F.when(F.col("prev_any_op").isNull(), F.col("from_start") & ~F.col("multi"))
         .otherwise(F.col("prev_any_op") != "d")
-    ).select(*finding(
-        "tombstone_without_delete",
+    ).select(*finding(TOMBSTONE_WITHOUT_DELETE,
         F.when(F.col("prev_any_op").isNull(), F.lit("tombstone is the key's first record"))
         .otherwise(F.lit("tombstone not preceded by a delete")),
         **loc,
@@ -120,16 +117,14 @@ def ordering_findings(events: DataFrame, facts: WindowFacts, cache: FrameCache =
     regression = data.where(
         F.col("position").isNotNull() & F.col("prev_pos").isNotNull() & ~F.col("snapshot") & ~F.col("prev_snapshot")
         & (F.col("position") < F.col("prev_pos"))
-    ).select(*finding(
-        "position_regression",
+    ).select(*finding(POSITION_REGRESSION,
         F.concat(F.lit("source position "), F.col("position").cast("string"), F.lit(" is behind the previous "),
                  F.col("prev_pos").cast("string")),
         **loc,
     ))
     after_delete = data.where(F.col("op").isin("u", "d") & (F.col("prev_op") == "d")).select(*finding(
-        "event_after_delete", F.concat(F.lit("op "), F.col("op"), F.lit(" after the key was deleted")), **loc))
+        EVENT_AFTER_DELETE, F.concat(F.lit("op "), F.col("op"), F.lit(" after the key was deleted")), **loc))
     missing_create = data.where(
         (F.col("n") == 1) & F.col("op").isin("u", "d") & F.col("from_start") & ~F.col("multi")
-    ).select(*finding(
-        "missing_create", F.concat(F.lit("op "), F.col("op"), F.lit(" of a key never created in this partition")), **loc))
+    ).select(*finding(MISSING_CREATE, F.concat(F.lit("op "), F.col("op"), F.lit(" of a key never created in this partition")), **loc))
     return [multi, duplicates, tombstones, regression, after_delete, missing_create]

@@ -16,25 +16,24 @@ from cdc_monitor.vocabulary import Rule, TopicRoles
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-RULES = (
-    Rule("undecodable_avro", "decode", "error", "record",
-         "a wire-format (Avro) key or value that does not decode with its registry schema"),
-    Rule("unknown_schema_id", "decode", "error", "record",
-         "a wire-format key or value naming a schema id the schema registry does not know"),
-    Rule("avro_schema_name", "schema", "warning", "table",
-         "a topic's registry key/value schema is not named as Debezium names it (<topic>.Key, <topic>.Envelope)"),
-    Rule("avro_envelope_fields", "schema", "error", "table",
-         "a topic's registry value schema lacks a field every Debezium envelope has (before, after, source, op)"),
-)
+UNDECODABLE_AVRO = Rule("undecodable_avro", "decode", "error", "record",
+    "a wire-format (Avro) key or value that does not decode with its registry schema")
+UNKNOWN_SCHEMA_ID = Rule("unknown_schema_id", "decode", "error", "record",
+    "a wire-format key or value naming a schema id the schema registry does not know")
+AVRO_SCHEMA_NAME = Rule("avro_schema_name", "schema", "warning", "table",
+    "a topic's registry key/value schema is not named as Debezium names it (<topic>.Key, <topic>.Envelope)")
+AVRO_ENVELOPE_FIELDS = Rule("avro_envelope_fields", "schema", "error", "table",
+    "a topic's registry value schema lacks a field every Debezium envelope has (before, after, source, op)")
+RULES = (UNDECODABLE_AVRO, UNKNOWN_SCHEMA_ID, AVRO_SCHEMA_NAME, AVRO_ENVELOPE_FIELDS)
 ENVELOPE_FIELDS = ("before", "after", "source", "op")
 # Debezium's own fixed schemas (transaction metadata, heartbeats, schema changes) are named io.debezium.*
 OWN_SCHEMAS = "io.debezium."
 
 
 def avro_rules() -> list[RecordRule]:
-    return [RecordRule(rule, F.col("decode_error") == rule,
+    return [RecordRule(rule, F.col("decode_error") == rule.name,
                        F.concat(F.col("decode_detail"), F.lit(": "), F.col("decode_snippet")), located=False)
-            for rule in ("undecodable_avro", "unknown_schema_id")]
+            for rule in (UNDECODABLE_AVRO, UNKNOWN_SCHEMA_ID)]
 
 
 def avro_name(topic: str) -> str:
@@ -64,12 +63,12 @@ def judge_schema(topic: str, role: str, text: str) -> list[tuple[str, str]]:
     expected = f"{avro_name(topic)}.{'Key' if role == 'key' else 'Envelope'}"
     out = []
     if name != expected:
-        out.append(("avro_schema_name", f"{role} schema is named {name or '(not a record)'}, Debezium names it {expected}"))
+        out.append((AVRO_SCHEMA_NAME.name, f"{role} schema is named {name or '(not a record)'}, Debezium names it {expected}"))
     if role == "value" and isinstance(schema, dict):
         present = {f.get("name") for f in schema.get("fields", []) if isinstance(f, dict)}
         missing = [f for f in ENVELOPE_FIELDS if f not in present]
         if missing:
-            out.append(("avro_envelope_fields", f"value schema {name} has no {', '.join(missing)}: not a Debezium envelope"))
+            out.append((AVRO_ENVELOPE_FIELDS.name, f"value schema {name} has no {', '.join(missing)}: not a Debezium envelope"))
     return out
 
 

@@ -36,29 +36,33 @@ from cdc_monitor.vocabulary import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+KEY_SCHEMA_NAME_MISMATCH = Rule("key_schema_name_mismatch", "schema", "error", "record", "key schema name does not match the topic")
+TYPE_MISMATCH = Rule("type_mismatch", "schema", "error", "record",
+    "payload value does not match its schema type (or an integer is outside its width)")
+NON_OPTIONAL_NULL = Rule("non_optional_null", "schema", "error", "record", "non-optional field absent or null")
+INVALID_AVRO_NAME = Rule("invalid_avro_name", "schema", "warning", "record", "schema name is not a valid Avro full name")
+OP_MISSING = Rule("op_missing", "schema", "error", "record", "change event without op")
+INVALID_OP = Rule("invalid_op", "schema", "error", "record", "an op the record's connector never emits")
+BEFORE_AFTER_MISMATCH = Rule("before_after_mismatch", "schema", "error", "record",
+    "before/after presence contradicts op, per connector: a delete needs before, except Cassandra's (after with "
+    "deletion_ts) and MongoDB's (no pre-image)")
+MISSING_SOURCE_FIELD = Rule("missing_source_field", "schema", "error", "record",
+    "a source field the connector always sends is missing")
+KEY_PAYLOAD_MISMATCH = Rule("key_payload_mismatch", "schema", "error", "record", "key payload differs from the row's key columns")
+NON_ENVELOPE_VALUES = Rule("non_envelope_values", "schema", "warning", "table",
+    "a topic's values are not Debezium envelopes (flattened rows, wrappers): one finding per topic")
+UNKNOWN_CONNECTOR = Rule("unknown_connector", "schema", "info", "table",
+    "source.connector names a connector without known rules: generic rules only")
+NON_DEBEZIUM_PRODUCER = Rule("non_debezium_producer", "schema", "info", "table",
+    "a topic's change events carry no source block (another producer writing Debezium's envelope): one note per "
+    "topic with the count; source-based rules (source fields, source time, lag, positions) are skipped for them")
 RULES = (
-    Rule("key_schema_name_mismatch", "schema", "error", "record", "key schema name does not match the topic"),
-    Rule("type_mismatch", "schema", "error", "record",
-         "payload value does not match its schema type (or an integer is outside its width)"),
-    Rule("non_optional_null", "schema", "error", "record", "non-optional field absent or null"),
-    Rule("invalid_avro_name", "schema", "warning", "record", "schema name is not a valid Avro full name"),
-    Rule("op_missing", "schema", "error", "record", "change event without op"),
-    Rule("invalid_op", "schema", "error", "record", "an op the record's connector never emits"),
-    Rule("before_after_mismatch", "schema", "error", "record",
-         "before/after presence contradicts op, per connector: a delete needs before, except Cassandra's (after with "
-         "deletion_ts) and MongoDB's (no pre-image)"),
-    Rule("missing_source_field", "schema", "error", "record", "a source field the connector always sends is missing"),
-    Rule("key_payload_mismatch", "schema", "error", "record", "key payload differs from the row's key columns"),
-    Rule("non_envelope_values", "schema", "warning", "table",
-         "a topic's values are not Debezium envelopes (flattened rows, wrappers): one finding per topic"),
-    Rule("unknown_connector", "schema", "info", "table",
-         "source.connector names a connector without known rules: generic rules only"),
-    Rule("non_debezium_producer", "schema", "info", "table",
-         "a topic's change events carry no source block (another producer writing Debezium's envelope): one note per "
-         "topic with the count; source-based rules (source fields, source time, lag, positions) are skipped for them"),
+    KEY_SCHEMA_NAME_MISMATCH, TYPE_MISMATCH, NON_OPTIONAL_NULL, INVALID_AVRO_NAME, OP_MISSING, INVALID_OP,
+    BEFORE_AFTER_MISMATCH, MISSING_SOURCE_FIELD, KEY_PAYLOAD_MISMATCH, NON_ENVELOPE_VALUES, UNKNOWN_CONNECTOR,
+    NON_DEBEZIUM_PRODUCER
 )
 # rules said once per topic (offset: the topic's first record involved; key and txn_id null)
-ONCE_PER_TOPIC = frozenset({"non_envelope_values", "unknown_connector", "non_debezium_producer"})
+ONCE_PER_TOPIC = frozenset({NON_ENVELOPE_VALUES.name, UNKNOWN_CONNECTOR.name, NON_DEBEZIUM_PRODUCER.name})
 
 
 # Fields each connector always sends (its identity, time and position).
@@ -171,13 +175,13 @@ def envelope_rules() -> list[RecordRule]:
     key_diff = F.array_join(_key_mismatch(), ", ")
     op_problem = _op_problem()
     return [
-        RecordRule("op_missing", is_data & op.isNull(), F.lit("change event without op")),
-        RecordRule("invalid_op", is_data & op.isNotNull() & op_problem.isNotNull(),
+        RecordRule(OP_MISSING, is_data & op.isNull(), F.lit("change event without op")),
+        RecordRule(INVALID_OP, is_data & op.isNotNull() & op_problem.isNotNull(),
                    F.concat(F.lit("op "), F.to_json(F.array(op)), op_problem)),
-        RecordRule("before_after_mismatch", is_data & ba.isNotNull() & op_problem.isNull(), ba),
-        RecordRule("missing_source_field", is_data & (missing != ""), F.concat(
+        RecordRule(BEFORE_AFTER_MISMATCH, is_data & ba.isNotNull() & op_problem.isNull(), ba),
+        RecordRule(MISSING_SOURCE_FIELD, is_data & (missing != ""), F.concat(
             F.lit("source lacks "), missing, F.lit(" ("), F.coalesce("flavour", F.lit("unknown connector")), F.lit(")"))),
-        RecordRule("key_payload_mismatch",
+        RecordRule(KEY_PAYLOAD_MISMATCH,
                    is_data & F.col("key_payload").isNotNull() & op.isin("c", "u", "d", "r") & (key_diff != ""),
                    F.concat(F.lit("key differs from the row in "), key_diff)),
     ]
@@ -195,13 +199,13 @@ def topic_findings(events: DataFrame) -> DataFrame:
     connectors = F.to_json(F.array_sort(F.collect_set(F.when(F.col("flavour") == UNKNOWN_FLAVOUR,
                                                                 F.col("source")["connector"]))))
     per_rule = {  # rule -> (which records, message before their count, message after it)
-        "non_envelope_values": (non_envelope(), F.lit(""), F.lit(
+        NON_ENVELOPE_VALUES.name: (non_envelope(), F.lit(""), F.lit(
             " value(s) are not Debezium change events (no op, source, before or after: flattened rows such as "
             "ExtractNewRecordState's, or wrapper objects); the checks need Debezium's envelope")),
-        "non_debezium_producer": (F.col("envelope") & F.col("source").isNull(), F.lit(""), F.lit(
+        NON_DEBEZIUM_PRODUCER.name: (F.col("envelope") & F.col("source").isNull(), F.lit(""), F.lit(
             " change event(s) carry no source block: written by a producer other than Debezium (a stream processor's "
             "Debezium-format sink?); their source fields, source time, lag and positions are not judged")),
-        "unknown_connector": (F.col("flavour") == UNKNOWN_FLAVOUR,
+        UNKNOWN_CONNECTOR.name: (F.col("flavour") == UNKNOWN_FLAVOUR,
                               F.concat(F.lit("source.connector "), connectors, F.lit(" has no connector-specific rules: ")),
                               F.lit(" event(s) judged by the generic rules only")),
     }
@@ -227,20 +231,20 @@ def _judge(schema: dict, label: str, shape_text: str, topic: str | None) -> dict
         nulls, types = field_problems(checks, parse_shape(shape_text))
     except ShapeSyntaxError:  # a Spark version spelling shapes differently: judge nothing rather than everything
         nulls, types = [], []
-    out = {"non_optional_null": ", ".join(nulls), "type_mismatch": ", ".join(types),
-           "invalid_avro_name": ", ".join(invalid_avro_names(schema))}
+    out = {NON_OPTIONAL_NULL.name: ", ".join(nulls), TYPE_MISMATCH.name: ", ".join(types),
+           INVALID_AVRO_NAME.name: ", ".join(invalid_avro_names(schema))}
     name = schema.get("name")
     if (label == "key" and isinstance(name, str) and topic is not None
             and re.sub(r"[^A-Za-z0-9_.]", "_", name) != re.sub(r"[^A-Za-z0-9_.]", "_", topic) + ".Key"):
-        out["key_schema_name_mismatch"] = name
+        out[KEY_SCHEMA_NAME_MISMATCH.name] = name
     return {rule: text for rule, text in out.items() if text}
 
 
 _MESSAGES = {
-    "non_optional_null": "{label}: non-optional field null or absent: ",
-    "type_mismatch": "{label}: value does not match its schema type at ",
-    "invalid_avro_name": "{label} schema name(s) not valid Avro full names: ",
-    "key_schema_name_mismatch": "key schema name does not match the topic: ",
+    NON_OPTIONAL_NULL.name: "{label}: non-optional field null or absent: ",
+    TYPE_MISMATCH.name: "{label}: value does not match its schema type at ",
+    INVALID_AVRO_NAME.name: "{label} schema name(s) not valid Avro full names: ",
+    KEY_SCHEMA_NAME_MISMATCH.name: "key schema name does not match the topic: ",
 }
 
 
@@ -280,12 +284,12 @@ def _problem_rows(problems: dict[str, list[tuple[str, str]]], checks_by_hash: di
         return probs
     ranged = _out_of_range(checks_by_hash)
     range_text = F.concat(F.lit(f"{label}: integer out of its type's range at "), ranged)
-    has_tm = F.exists(F.coalesce(probs, F.array()), lambda p: p["rule"] == "type_mismatch")
-    merged_tm = F.transform(probs, lambda p: F.when(p["rule"] == "type_mismatch", F.struct(
+    has_tm = F.exists(F.coalesce(probs, F.array()), lambda p: p["rule"] == TYPE_MISMATCH.name)
+    merged_tm = F.transform(probs, lambda p: F.when(p["rule"] == TYPE_MISMATCH.name, F.struct(
         p["rule"].alias("rule"), F.concat(p["message"], F.lit("; integer out of its type's range at "), ranged).alias("message")))
         .otherwise(p))
     added = F.concat(F.coalesce(probs, F.array().cast(f"array<{entry}>")),
-                     F.array(F.struct(F.lit("type_mismatch").alias("rule"), range_text.alias("message"))))
+                     F.array(F.struct(F.lit(TYPE_MISMATCH.name).alias("rule"), range_text.alias("message"))))
     return F.when(F.coalesce(ranged, F.lit("")) == "", probs).when(has_tm, merged_tm).otherwise(added)
 
 

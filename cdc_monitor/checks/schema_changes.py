@@ -23,10 +23,9 @@ from cdc_monitor.vocabulary import Rule
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-RULES = (
-    Rule("schema_change_without_ddl", "schema", "warning", "table",
-         "a table's value schema changed in the window without a DDL event for it on the schema-change topic"),
-)
+SCHEMA_CHANGE_WITHOUT_DDL = Rule("schema_change_without_ddl", "schema", "warning", "table",
+    "a table's value schema changed in the window without a DDL event for it on the schema-change topic")
+RULES = (SCHEMA_CHANGE_WITHOUT_DDL,)
 
 
 def ddl_counts(events: DataFrame) -> DataFrame:
@@ -67,8 +66,7 @@ def schema_change_findings(events: DataFrame) -> DataFrame:
         F.col("lo"), F.col("hi"))
     uncovered = (steps.join(watched, "server").join(about, covering, "left")
                  .groupBy("server", "table", "n", "step", "at").agg(F.count("ddl_ts").alias("ddls")).where("ddls = 0"))
-    return uncovered.select(*finding(
-        "schema_change_without_ddl",
+    return uncovered.select(*finding(SCHEMA_CHANGE_WITHOUT_DDL,
         F.concat(F.lit("value schema of "), F.col("table"), F.lit(" changed (version "), (F.col("step") + 2).cast("string"),
                  F.lit(" of "), F.col("n").cast("string"), F.lit(") with no DDL event for it on the schema-change topic "
                                                                  "between the last record of the old version and this one")),

@@ -24,14 +24,13 @@ from cdc_monitor.vocabulary import SNAPSHOT_OPS_UNDOCUMENTED, UNKNOWN_FLAVOUR, R
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-RULES = (
-    Rule("snapshot_restarted", "ordering", "warning", "table",
-         "a table is snapshotted again after its changes were streaming (the connector re-delivers its rows)"),
-    Rule("snapshot_op_mismatch", "schema", "warning", "record",
-         "source.snapshot contradicts op: c/u/d marked as a snapshot (true, first, last, *_in_data_collection, "
-         "incremental), or an r read marked snapshot false; not judged for dtle (documented snapshot rows are op c with a "
-         "boolean flag), Cassandra or unknown connectors"),
-)
+SNAPSHOT_RESTARTED = Rule("snapshot_restarted", "ordering", "warning", "table",
+    "a table is snapshotted again after its changes were streaming (the connector re-delivers its rows)")
+SNAPSHOT_OP_MISMATCH = Rule("snapshot_op_mismatch", "schema", "warning", "record",
+    "source.snapshot contradicts op: c/u/d marked as a snapshot (true, first, last, *_in_data_collection, "
+    "incremental), or an r read marked snapshot false; not judged for dtle (documented snapshot rows are op c with a "
+    "boolean flag), Cassandra or unknown connectors")
+RULES = (SNAPSHOT_RESTARTED, SNAPSHOT_OP_MISMATCH)
 FIRST_MARKERS = ("first", "first_in_data_collection")
 LAST_MARKERS = ("last", "last_in_data_collection")
 INCREMENTAL = "incremental"
@@ -48,7 +47,7 @@ def snapshot_rules() -> list[RecordRule]:
     # only connectors whose snapshot values are documented (an unknown one may write a boolean flag, as dtle does)
     known = F.col("flavour").isNotNull() & (F.col("flavour") != UNKNOWN_FLAVOUR)
     judged = F.col("data_event") & known & ~F.col("flavour").isin(*SNAPSHOT_OPS_UNDOCUMENTED)
-    return [RecordRule("snapshot_op_mismatch", judged & (
+    return [RecordRule(SNAPSHOT_OP_MISMATCH, judged & (
         (op.isin("c", "u", "d") & flagged) | ((op == "r") & (marker == "false"))), F.concat(
         F.lit("op "), op, F.lit(" with source.snapshot "), F.coalesce(marker, F.lit("null")),
         F.when(op == "r", F.lit(": a snapshot read marked as streamed"))
@@ -71,8 +70,7 @@ def snapshot_restarted_findings(events: DataFrame) -> DataFrame:
     after = blocking.join(streaming, ["server", "table"]).where(F.struct(*_AT) > F.col("first_change"))
     per_table = after.groupBy("server", "table").agg(
         F.min(F.struct(*_AT, "key")).alias("at"), F.count(F.lit(1)).alias("n"), F.first("first_change").alias("since"))
-    return per_table.select(*finding(
-        "snapshot_restarted",
+    return per_table.select(*finding(SNAPSHOT_RESTARTED,
         F.concat(F.lit("snapshot of "), F.col("table"), F.lit(" started again: "), F.col("n").cast("string"),
                  F.lit(" snapshot event(s) after its changes were streaming (first change at "),
                  F.col("since.topic"), F.lit("["), F.col("since.partition").cast("string"), F.lit("]@"),

@@ -21,13 +21,12 @@ from cdc_monitor.vocabulary import Rule
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-RULES = (
-    Rule("sequence_conflict", "ordering", "error", "table",
-         "one PostgreSQL source.sequence on events with different LSNs (the sequence names one place in the WAL)"),
-    Rule("invalid_position", "schema", "error", "record",
-         "a source position field of the wrong form: a negative or non-integer MySQL pos/row, PostgreSQL lsn, Oracle scn, "
-         "MongoDB ord; a SQL Server LSN not XXXXXXXX:XXXXXXXX:XXXX; a YugabyteDB lsn not n:n:..."),
-)
+SEQUENCE_CONFLICT = Rule("sequence_conflict", "ordering", "error", "table",
+    "one PostgreSQL source.sequence on events with different LSNs (the sequence names one place in the WAL)")
+INVALID_POSITION = Rule("invalid_position", "schema", "error", "record",
+    "a source position field of the wrong form: a negative or non-integer MySQL pos/row, PostgreSQL lsn, Oracle scn, "
+    "MongoDB ord; a SQL Server LSN not XXXXXXXX:XXXXXXXX:XXXX; a YugabyteDB lsn not n:n:...")
+RULES = (SEQUENCE_CONFLICT, INVALID_POSITION)
 
 UNSIGNED = r"^\d+$"
 SQLSERVER_LSN = r"^[0-9a-fA-F]{8}:[0-9a-fA-F]{8}:[0-9a-fA-F]{4}$"
@@ -57,7 +56,7 @@ def _bad_fields() -> Column:
 
 def source_block_rules() -> list[RecordRule]:
     bad = _bad_fields()
-    return [RecordRule("invalid_position", F.col("envelope") & F.col("source").isNotNull() & (bad != ""), F.concat(
+    return [RecordRule(INVALID_POSITION, F.col("envelope") & F.col("source").isNotNull() & (bad != ""), F.concat(
         F.lit("source position field(s) of the wrong form: "), bad, F.lit(" ("), F.col("flavour"), F.lit(")")))]
 
 
@@ -71,7 +70,7 @@ def sequence_findings(events: DataFrame) -> DataFrame:
     first = Window.partitionBy("server", src["sequence"]).orderBy("record_ts_ms", "topic", "partition", "offset")
     marked = pg.withColumn("first_lsn", F.first(src["lsn"]).over(first))
     return marked.where(src["lsn"] != F.col("first_lsn")).select(*finding(
-        "sequence_conflict", F.concat(F.lit("source.sequence "), src["sequence"], F.lit(" with lsn "), src["lsn"],
+        SEQUENCE_CONFLICT, F.concat(F.lit("source.sequence "), src["sequence"], F.lit(" with lsn "), src["lsn"],
                                       F.lit(": an earlier event had it with lsn "), F.col("first_lsn")),
         topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"), key=F.col("key"),
         txn_id=F.col("txn_id"), server=F.col("server"), table=F.col("table")))

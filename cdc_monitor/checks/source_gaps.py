@@ -18,15 +18,14 @@ from cdc_monitor.sources.kafka.gaps import Gap
 from cdc_monitor.vocabulary import STREAM_CHECKS, Rule, Severity, TopicRoles
 
 CHECK = STREAM_CHECKS[0]
-RULES = (
-    Rule("records_lost", CHECK, Severity.ERROR, "record",
-         "offsets of a partition were deleted (retention, DeleteRecords) before watch read them: counted per offset "
-         "skipped"),
-    Rule("offsets_reset", CHECK, Severity.WARNING, "table",
-         "a partition's offsets went back (its topic deleted and created again): its records are read again from "
-         "the log start; counted per partition reset"),
-)
-RULE_OF = {Gap.RECORDS_LOST: RULES[0], Gap.OFFSETS_RESET: RULES[1]}
+RECORDS_LOST = Rule("records_lost", CHECK, Severity.ERROR, "record",
+    "offsets of a partition were deleted (retention, DeleteRecords) before watch read them: counted per offset "
+    "skipped")
+OFFSETS_RESET = Rule("offsets_reset", CHECK, Severity.WARNING, "table",
+    "a partition's offsets went back (its topic deleted and created again): its records are read again from "
+    "the log start; counted per partition reset")
+RULES = (RECORDS_LOST, OFFSETS_RESET)
+RULE_OF = {Gap.RECORDS_LOST: RECORDS_LOST, Gap.OFFSETS_RESET: OFFSETS_RESET}
 
 
 @dataclass(frozen=True)

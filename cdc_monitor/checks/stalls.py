@@ -24,11 +24,10 @@ from cdc_monitor.vocabulary import Rule
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-RULES = (
-    Rule("connector_stalled", "lag", "warning", "table",
-         "a server's heartbeat and data topics fell silent longer than the stall threshold, then it wrote again (a silence "
-         "up to the window's end is not judged: a capture's end looks the same)"),
-)
+CONNECTOR_STALLED = Rule("connector_stalled", "lag", "warning", "table",
+    "a server's heartbeat and data topics fell silent longer than the stall threshold, then it wrote again (a silence "
+    "up to the window's end is not judged: a capture's end looks the same)")
+RULES = (CONNECTOR_STALLED,)
 HEARTBEATS_PER_THRESHOLD = 5
 DEFAULT_STALL_MS = 60_000
 _KINDS = ("data", "tombstone", "transaction", "heartbeat")
@@ -48,8 +47,7 @@ def stall_findings(events: DataFrame, threshold_ms: int | None = None) -> DataFr
     threshold = F.lit(threshold_ms).cast("bigint") if threshold_ms is not None else auto
     stalled = gaps.withColumn("threshold_ms", threshold).where(
         (F.col("next_ts") - F.col("record_ts_ms")) > F.col("threshold_ms"))
-    return stalled.select(*finding(
-        "connector_stalled",
+    return stalled.select(*finding(CONNECTOR_STALLED,
         F.concat(F.lit("server "), F.col("server"), F.lit(" wrote nothing for "),
                  ((F.col("next_ts") - F.col("record_ts_ms")) / 1000).cast("decimal(18,3)").cast("string"),
                  F.lit(" s (from "), F.timestamp_millis("record_ts_ms").cast("string"), F.lit(" to "),

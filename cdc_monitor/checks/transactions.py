@@ -37,22 +37,26 @@ from cdc_monitor.vocabulary import TX_STATUSES, Rule, TxStatus
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+MISSING_END = Rule(TxStatus.MISSING_END.value, "transactions", "error", "transaction",
+    "a BEGIN followed by another BEGIN without its END")
+MISSING_BEGIN = Rule(TxStatus.MISSING_BEGIN.value, "transactions", "error", "transaction", "an END without its BEGIN")
+COUNT_MISMATCH = Rule("count_mismatch", "transactions", "error", "transaction", "END.event_count differs from the data events seen")
+COLLECTION_COUNT_MISMATCH = Rule("collection_count_mismatch", "transactions", "error", "transaction",
+    "END.data_collections differs per collection")
+ORDER_GAP = Rule("order_gap", "transactions", "error", "transaction", "total_order/data_collection_order not 1..n")
+ORPHAN_EVENT = Rule("orphan_event", "transactions", "warning", "transaction", "transaction id on no BEGIN/END covering its time")
+END_BEFORE_BEGIN = Rule("end_before_begin", "transactions", "warning", "transaction",
+    "a complete transaction's END ts_ms is before its BEGIN's")
+INVALID_MARKER_ID = Rule("invalid_marker_id", "transactions", "error", "record",
+    "a BEGIN or END marker with a null or empty id (it cannot be matched: its partner marker then looks unmatched)")
 RULES = (
-    Rule("missing_end", "transactions", "error", "transaction", "a BEGIN followed by another BEGIN without its END"),
-    Rule("missing_begin", "transactions", "error", "transaction", "an END without its BEGIN"),
-    Rule("count_mismatch", "transactions", "error", "transaction", "END.event_count differs from the data events seen"),
-    Rule("collection_count_mismatch", "transactions", "error", "transaction",
-         "END.data_collections differs per collection"),
-    Rule("order_gap", "transactions", "error", "transaction", "total_order/data_collection_order not 1..n"),
-    Rule("orphan_event", "transactions", "warning", "transaction", "transaction id on no BEGIN/END covering its time"),
-    Rule("end_before_begin", "transactions", "warning", "transaction", "a complete transaction's END ts_ms is before its BEGIN's"),
-    Rule("invalid_marker_id", "transactions", "error", "record",
-         "a BEGIN or END marker with a null or empty id (it cannot be matched: its partner marker then looks unmatched)"),
+    MISSING_END, MISSING_BEGIN, COUNT_MISMATCH, COLLECTION_COUNT_MISMATCH, ORDER_GAP, ORPHAN_EVENT, END_BEFORE_BEGIN,
+    INVALID_MARKER_ID
 )
 
 
 STATUSES = TX_STATUSES
-PROBLEMS = ("count_mismatch", "collection_count_mismatch", "order_gap")
+PROBLEMS = (COUNT_MISMATCH.name, COLLECTION_COUNT_MISMATCH.name, ORDER_GAP.name)
 
 
 @dataclass
@@ -71,7 +75,7 @@ def _has_id() -> Column:
 
 def marker_rules() -> list[RecordRule]:
     """Per record: a marker that names no transaction."""
-    return [RecordRule("invalid_marker_id", _is_marker() & ~_has_id(), F.concat(
+    return [RecordRule(INVALID_MARKER_ID, _is_marker() & ~_has_id(), F.concat(
         F.col("status"), F.lit(" marker with "), F.when(F.col("marker_id").isNull(), F.lit("a null id")).otherwise(
             F.lit("an empty id")), F.lit(": it names no transaction")))]
 
@@ -183,38 +187,36 @@ def transaction_check(events: DataFrame, facts: WindowFacts, cache: FrameCache =
         lambda t: ~F.exists(F.coalesce(F.col("collections"), F.array()), lambda c: c["data_collection"] == t),
     )
     txns = cache.keep(
-        txns.withColumn("count_mismatch", complete & F.col("event_count").isNotNull() & (F.col("event_count") != F.col("seen")))
-        .withColumn("collection_count_mismatch", complete & F.col("collections").isNotNull()
+        txns.withColumn(COUNT_MISMATCH.name, complete & F.col("event_count").isNotNull() & (F.col("event_count") != F.col("seen")))
+        .withColumn(COLLECTION_COUNT_MISMATCH.name, complete & F.col("collections").isNotNull()
                     & ((F.size(coll_diff) > 0) | (F.size(seen_not_listed) > 0)))
         .withColumn("coll_diff", coll_diff)
-        .withColumn("order_gap", complete & F.col("brk").isNotNull())
+        .withColumn(ORDER_GAP.name, complete & F.col("brk").isNotNull())
     )
     marker_loc = dict(topic=F.col("topic"), partition=F.col("partition"), server=F.col("server"))
     begin_loc = dict(marker_loc, txn_id=F.col("begin_id"))
     end_loc = dict(marker_loc, txn_id=F.col("end_id"))
     findings = [
         txns.where(F.col("status") == TxStatus.MISSING_END.value).select(*finding(
-            "missing_end", F.concat(F.lit("BEGIN of "), F.col("txn_id"), F.lit(" is followed by another BEGIN (offset "),
+            MISSING_END, F.concat(F.lit("BEGIN of "), F.col("txn_id"), F.lit(" is followed by another BEGIN (offset "),
                                     F.col("next_begin"), F.lit(") without its END")),
             offset=F.col("begin_offset"), key=F.col("begin_key"), **begin_loc)),
         txns.where(F.col("status") == TxStatus.MISSING_BEGIN.value).select(*finding(
-            "missing_begin", F.concat(F.lit("END of "), F.col("txn_id"), F.lit(" has no BEGIN")),
+            MISSING_BEGIN, F.concat(F.lit("END of "), F.col("txn_id"), F.lit(" has no BEGIN")),
             offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
-        txns.where("count_mismatch").select(*finding(
-            "count_mismatch", F.concat(F.lit("END says "), F.col("event_count"), F.lit(" events, "), F.col("seen"),
+        txns.where(COUNT_MISMATCH.name).select(*finding(
+            COUNT_MISMATCH, F.concat(F.lit("END says "), F.col("event_count"), F.lit(" events, "), F.col("seen"),
                                        F.lit(" seen")),
             offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
-        txns.where("collection_count_mismatch").select(*finding(
-            "collection_count_mismatch",
+        txns.where(COLLECTION_COUNT_MISMATCH.name).select(*finding(COLLECTION_COUNT_MISMATCH,
             F.concat(F.lit("END per collection "), F.to_json("collections"), F.lit(" but seen "),
                      F.to_json(F.coalesce("seen_by_collection", F.create_map()))),
             offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
         txns.where(complete & (F.col("end_ts_ms") < F.col("begin_ts_ms"))).select(*finding(
-            "end_before_begin", F.concat(F.lit("END of "), F.col("txn_id"), F.lit(" has ts_ms "), F.col("end_ts_ms"),
+            END_BEFORE_BEGIN, F.concat(F.lit("END of "), F.col("txn_id"), F.lit(" has ts_ms "), F.col("end_ts_ms"),
                                          F.lit(", before its BEGIN's "), F.col("begin_ts_ms")),
             offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
-        txns.where("order_gap").select(*finding(
-            "order_gap",
+        txns.where(ORDER_GAP.name).select(*finding(ORDER_GAP,
             F.concat(F.when(F.col("brk.total_break"), F.lit("total_order ")).otherwise(F.lit("data_collection_order ")),
                      F.lit("breaks 1..n at total_order "), F.coalesce(F.col("brk.txn_total_order").cast("string"), F.lit("?")),
                      F.lit(" ("), F.col("breaks"), F.lit(" event(s) out of sequence)")),
@@ -235,8 +237,7 @@ def _orphans(events: DataFrame, markers: DataFrame, facts: WindowFacts) -> DataF
         & (F.col("record_ts_ms") >= lo) & (F.col("record_ts_ms") <= hi)
     )
     inside = candidates.join(ids, ["server", "txn_key"], "left_anti")
-    return inside.select(*finding(
-        "orphan_event", F.concat(F.lit("transaction "), F.col("txn_id"), F.lit(" appears on no BEGIN/END")),
+    return inside.select(*finding(ORPHAN_EVENT, F.concat(F.lit("transaction "), F.col("txn_id"), F.lit(" appears on no BEGIN/END")),
         topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"), key=F.col("key"),
         txn_id=F.col("txn_id"), server=F.col("server"), table=F.col("table"),
     ))
@@ -257,7 +258,7 @@ def transaction_summary(rows: list[dict[str, Any]], findings_count: dict[str, in
                  for r in sorted(rows, key=lambda r: (r["server"] is not None, r["server"]))}
     out: dict[str, Any] = {"total": sum(int(r["total"]) for r in rows)}
     out.update({k: sum(int(r.get(k) or 0) for r in rows) for k in STATUSES + PROBLEMS})
-    out["orphan_events"] = findings_count.get("orphan_event", 0)
+    out["orphan_events"] = findings_count.get(ORPHAN_EVENT.name, 0)
     out["by_server"] = by_server
     # data collections whose counts could not be verified: named in END markers, no event read
     out["collections_not_read"] = [{"server": r["server"], "collection": c}

@@ -10,6 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cdc_monitor.checks.registry_schemas import AVRO_SCHEMA_NAME, UNDECODABLE_AVRO, UNKNOWN_SCHEMA_ID
+from cdc_monitor.checks.schema_changes import SCHEMA_CHANGE_WITHOUT_DDL
+from cdc_monitor.checks.snapshots import SNAPSHOT_RESTARTED
+
 SEL = 'server=~"$server", table=~"$table"'
 DS = {"type": "prometheus", "uid": "${datasource}"}
 
@@ -39,7 +43,9 @@ def _variable(name: str, query: str, label: str) -> dict[str, Any]:
             "current": {"text": "All", "value": "$__all"}, "sort": 1}
 
 
-STREAM_RULES = "snapshot_restarted|schema_change_without_ddl|undecodable_avro|unknown_schema_id|avro_schema_name"
+# rules a window's findings panel shows per table (said once per window or schema, not per record)
+STREAM_RULES = "|".join(r.name for r in (SNAPSHOT_RESTARTED, SCHEMA_CHANGE_WITHOUT_DDL, UNDECODABLE_AVRO, UNKNOWN_SCHEMA_ID,
+                                        AVRO_SCHEMA_NAME))
 
 
 def panels() -> list[dict[str, Any]]:

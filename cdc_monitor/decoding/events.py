@@ -159,11 +159,13 @@ def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tu
     )
     value_bad_shape = has_value & v.isNotNull() & v[CORRUPT].isNotNull() & ~value_bad_json
     key_bad_json = F.col("key").isNotNull() & (k.isNull() | k[CORRUPT].isNotNull() | ~_one_document(F.col("key")))
-    decode_error = (  # an Avro stage's verdict first (decoding/avro_wire.py)
+    from cdc_monitor.checks.decode import INVALID_ENVELOPE, INVALID_JSON  # (the rules judge what it finds)
+
+    decode_error = (  # the broken rule's name; an Avro stage's verdict first (decoding/avro_wire.py)
         F.when(F.col("pre_error").isNotNull(), F.col("pre_error"))
-        .when(value_bad_json, F.lit("invalid_json"))
-        .when(value_bad_shape, F.lit("invalid_envelope"))
-        .when(key_bad_json, F.lit("invalid_json"))
+        .when(value_bad_json, F.lit(INVALID_JSON.name))
+        .when(value_bad_shape, F.lit(INVALID_ENVELOPE.name))
+        .when(key_bad_json, F.lit(INVALID_JSON.name))
     )
     decode_detail = (
         F.when(F.col("pre_error").isNotNull(), F.col("pre_detail"))

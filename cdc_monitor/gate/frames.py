@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.lag import decoded_data, with_lag
+from cdc_monitor.checks.lag import INVALID_SOURCE_TS, decoded_data, with_lag
+from cdc_monitor.checks.transactions import COLLECTION_COUNT_MISMATCH, COUNT_MISMATCH, ORDER_GAP, ORPHAN_EVENT
 from cdc_monitor.vocabulary import TX_STATUSES
 
 if TYPE_CHECKING:
@@ -15,10 +16,10 @@ if TYPE_CHECKING:
 
     from cdc_monitor.pipeline import ScanResult
 
-TX_COLUMNS = ["server", *TX_STATUSES, "count_mismatch", "collection_count_mismatch", "order_gap", "orphan_events"]
+TX_COLUMNS = ["server", *TX_STATUSES, COUNT_MISMATCH.name, COLLECTION_COUNT_MISMATCH.name, ORDER_GAP.name, "orphan_events"]
 FINDING_COLUMNS = ["check", "rule", "severity", "server", "table", "count"]
 LAG_COLUMNS = ["server", "topic", "table", "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "negative",
-               "invalid_source_ts", "snapshot_excluded"]
+               INVALID_SOURCE_TS.name, "snapshot_excluded"]
 
 
 def events_frame(events: DataFrame) -> DataFrame:
@@ -41,7 +42,7 @@ def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
 def aggregate_frames(result: ScanResult) -> dict[str, pd.DataFrame]:
     orphans: dict[str, int] = {}
     for c in result.finding_counts:
-        if c["rule"] == "orphan_event":
+        if c["rule"] == ORPHAN_EVENT.name:
             orphans[c["server"] or ""] = orphans.get(c["server"] or "", 0) + int(c["count"])
     tx_rows = [{"server": s, **counts, "orphan_events": orphans.get(s, 0)}
                for s, counts in sorted(result.transactions.get("by_server", {}).items())]

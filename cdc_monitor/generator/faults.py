@@ -11,6 +11,38 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from cdc_monitor.checks.decode import INVALID_JSON
+from cdc_monitor.checks.lag import INVALID_EVENT_TS, INVALID_SOURCE_TS, LAG_SPIKE, NEGATIVE_LAG
+from cdc_monitor.checks.ordering import (
+    DUPLICATE,
+    EVENT_AFTER_DELETE,
+    KEY_IN_MULTIPLE_PARTITIONS,
+    MISSING_CREATE,
+    POSITION_REGRESSION,
+    TOMBSTONE_WITHOUT_DELETE,
+)
+from cdc_monitor.checks.schema import (
+    BEFORE_AFTER_MISMATCH,
+    INVALID_AVRO_NAME,
+    INVALID_OP,
+    KEY_PAYLOAD_MISMATCH,
+    KEY_SCHEMA_NAME_MISMATCH,
+    MISSING_SOURCE_FIELD,
+    NON_OPTIONAL_NULL,
+    OP_MISSING,
+    TYPE_MISMATCH,
+)
+from cdc_monitor.checks.snapshots import SNAPSHOT_OP_MISMATCH, SNAPSHOT_RESTARTED
+from cdc_monitor.checks.source_block import INVALID_POSITION
+from cdc_monitor.checks.transactions import (
+    COLLECTION_COUNT_MISMATCH,
+    COUNT_MISMATCH,
+    END_BEFORE_BEGIN,
+    MISSING_BEGIN,
+    MISSING_END,
+    ORDER_GAP,
+    ORPHAN_EVENT,
+)
 from cdc_monitor.generator.connect_schemas import envelope_schema, key_schema
 from cdc_monitor.generator.flavours import TABLES, TableDef
 from cdc_monitor.generator.lag_faults import LagFaults
@@ -23,17 +55,17 @@ if TYPE_CHECKING:
     from cdc_monitor.generator.traffic import Generator
 
 SPACING = 4
-TX_RULES = ("missing_end", "missing_begin", "count_mismatch", "collection_count_mismatch", "order_gap",
-            "orphan_event", "end_before_begin")
-SCHEMA_ON_RULES = ("key_schema_name_mismatch", "type_mismatch", "non_optional_null", "invalid_avro_name")
+TX_RULES = (MISSING_END.name, MISSING_BEGIN.name, COUNT_MISMATCH.name, COLLECTION_COUNT_MISMATCH.name, ORDER_GAP.name,
+            ORPHAN_EVENT.name, END_BEFORE_BEGIN.name)
+SCHEMA_ON_RULES = (KEY_SCHEMA_NAME_MISMATCH.name, TYPE_MISMATCH.name, NON_OPTIONAL_NULL.name, INVALID_AVRO_NAME.name)
 ALL_RULES = (
-    "invalid_json",
-    "lag_spike", "negative_lag", "invalid_source_ts", "invalid_event_ts",
+    INVALID_JSON.name,
+    LAG_SPIKE.name, NEGATIVE_LAG.name, INVALID_SOURCE_TS.name, INVALID_EVENT_TS.name,
     *TX_RULES,
-    *SCHEMA_ON_RULES, "op_missing", "invalid_op", "before_after_mismatch", "missing_source_field",
-    "invalid_position", "key_payload_mismatch",
-    "position_regression", "duplicate", "missing_create", "event_after_delete", "tombstone_without_delete",
-    "key_in_multiple_partitions", "snapshot_restarted", "snapshot_op_mismatch",
+    *SCHEMA_ON_RULES, OP_MISSING.name, INVALID_OP.name, BEFORE_AFTER_MISMATCH.name, MISSING_SOURCE_FIELD.name,
+    INVALID_POSITION.name, KEY_PAYLOAD_MISMATCH.name,
+    POSITION_REGRESSION.name, DUPLICATE.name, MISSING_CREATE.name, EVENT_AFTER_DELETE.name, TOMBSTONE_WITHOUT_DELETE.name,
+    KEY_IN_MULTIPLE_PARTITIONS.name, SNAPSHOT_RESTARTED.name, SNAPSHOT_OP_MISMATCH.name,
 )
 
 
@@ -51,13 +83,13 @@ def applicable_rules(flavour: str, schemas: bool, tombstones: bool, partitions: 
     if not schemas:
         rules = [r for r in rules if r not in SCHEMA_ON_RULES]
     if not tombstones:
-        rules.remove("tombstone_without_delete")
+        rules.remove(TOMBSTONE_WITHOUT_DELETE.name)
     if partitions < 2:
-        rules.remove("key_in_multiple_partitions")
+        rules.remove(KEY_IN_MULTIPLE_PARTITIONS.name)
     if flavour in SNAPSHOT_OPS_UNDOCUMENTED:  # (dtle's snapshot flag is not judged against its op)
-        rules.remove("snapshot_op_mismatch")
+        rules.remove(SNAPSHOT_OP_MISMATCH.name)
     if flavour == "mongodb":  # documents are JSON text to their schema: no column type or null to break
-        rules = [r for r in rules if r not in ("type_mismatch", "non_optional_null")]
+        rules = [r for r in rules if r not in (TYPE_MISMATCH.name, NON_OPTIONAL_NULL.name)]
     return rules
 
 
@@ -137,25 +169,25 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
         self.next_at = txn_no + SPACING
         g = self.g
         table = g.rng.choice(TABLES)
-        if rule == "type_mismatch" and self.variant(rule) % 3:  # an integer beyond its width: int16, int32
+        if rule == TYPE_MISMATCH.name and self.variant(rule) % 3:  # an integer beyond its width: int16, int32
             table = next(t for t in TABLES if t.name == ("products" if self.variant(rule) % 3 == 1 else "orders"))
         live = self.live(table)
-        if rule == "collection_count_mismatch":
+        if rule == COLLECTION_COUNT_MISMATCH.name:
             hooks["ops"] = [("create", t, self._take_id(t)) for t in g.rng.sample(TABLES, 2)]
-        elif rule == "order_gap":
+        elif rule == ORDER_GAP.name:
             hooks["ops"] = [("create", table, self._take_id(table)) for _ in range(3)]
-        elif rule == "lag_spike" and len(live) >= 2:
+        elif rule == LAG_SPIKE.name and len(live) >= 2:
             a, b = g.rng.sample(live, 2)
             hooks["ops"] = [("update", table, a), ("update", table, b)]
-        elif rule in ("before_after_mismatch", "key_schema_name_mismatch", "invalid_avro_name"):
+        elif rule in (BEFORE_AFTER_MISMATCH.name, KEY_SCHEMA_NAME_MISMATCH.name, INVALID_AVRO_NAME.name):
             pk = self._take_id(table)
             self.reserve(table.name, pk)
             hooks["ops"] = [("create", table, pk)]
-        elif rule in ("negative_lag", "invalid_source_ts", "invalid_event_ts", "type_mismatch", "non_optional_null", "op_missing",
-                      "invalid_op", "missing_source_field", "invalid_position", "key_payload_mismatch", "lag_spike",
-                      "snapshot_op_mismatch"):
+        elif rule in (NEGATIVE_LAG.name, INVALID_SOURCE_TS.name, INVALID_EVENT_TS.name, TYPE_MISMATCH.name,
+                      NON_OPTIONAL_NULL.name, OP_MISSING.name, INVALID_OP.name, MISSING_SOURCE_FIELD.name,
+                      INVALID_POSITION.name, KEY_PAYLOAD_MISMATCH.name, LAG_SPIKE.name, SNAPSHOT_OP_MISMATCH.name):
             hooks["ops"] = [("update", table, g.rng.choice(live))] if live else [("create", table, self._take_id(table))]
-        elif rule == "missing_begin":
+        elif rule == MISSING_BEGIN.name:
             hooks["drop_begin"] = True
 
     def _take_id(self, table: TableDef) -> int:
@@ -177,31 +209,31 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
 
     # -- transaction faults ----------------------------------------------------------------------
     def _missing_end(self, txn_no: int, hooks: dict[str, Any]) -> None:
-        self.label("missing_end", hooks["begin_rec"])
+        self.label(MISSING_END.name, hooks["begin_rec"])
         self.drop_end_next = True
 
     def _missing_begin(self, txn_no: int, hooks: dict[str, Any]) -> None:
-        self.label("missing_begin", hooks["end_rec"])
+        self.label(MISSING_BEGIN.name, hooks["end_rec"])
 
     def _count_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
         hooks["end_rec"].value["event_count"] += 1
-        self.label("count_mismatch", hooks["end_rec"])
+        self.label(COUNT_MISMATCH.name, hooks["end_rec"])
 
     def _collection_count_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
         dcs = hooks["end_rec"].value["data_collections"]
         dcs[0]["event_count"] += 1
         dcs[1]["event_count"] -= 1
-        self.label("collection_count_mismatch", hooks["end_rec"])
+        self.label(COLLECTION_COUNT_MISMATCH.name, hooks["end_rec"])
 
     def _end_before_begin(self, txn_no: int, hooks: dict[str, Any]) -> None:
         hooks["end_rec"].value["ts_ms"] = hooks["begin_rec"].value["ts_ms"] - 1000
-        self.label("end_before_begin", hooks["end_rec"])
+        self.label(END_BEFORE_BEGIN.name, hooks["end_rec"])
 
     def _order_gap(self, txn_no: int, hooks: dict[str, Any]) -> None:
         recs = hooks["data_recs"]
         for rec in recs[1:]:
             rec.value["transaction"]["total_order"] += 1
-        self.label("order_gap", recs[1])
+        self.label(ORDER_GAP.name, recs[1])
 
     def _orphan_event(self, txn_no: int, hooks: dict[str, Any]) -> None:
         g = self.g
@@ -210,7 +242,7 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
         orphan_id = f"{9_000_000 + txn_no}:{g.f.lsn(g.seq)}" if g.f.name == "postgresql" else f"orphan-{txn_no}"
         txn = {"id": orphan_id, "total_order": 1, "data_collection_order": 1}
         rec = g.change(table, pk, "c", None, g.row(table, pk, 0), txn=txn, txn_no=txn_no, ev=STANDALONE_EV, commit_seq=g.seq)
-        self.label("orphan_event", rec)
+        self.label(ORPHAN_EVENT.name, rec)
 
     # -- schema faults ---------------------------------------------------------------------------
     def _row(self, rec: Rec, image: str = "after") -> dict[str, Any]:
@@ -222,7 +254,7 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
         """Variants: a value of another JSON type; 70000 in an int16 column; 2147641030 in an int32 one."""
         rec = hooks["data_recs"][0]
         table = next(t for t in TABLES if t.name == rec.table)
-        variant = self.variant("type_mismatch", advance=True) % 3
+        variant = self.variant(TYPE_MISMATCH.name, advance=True) % 3
         col, bad = table.columns[1], None
         if variant and table.name in ("products", "orders"):
             col = next(c for c in table.columns if c.name in ("quantity", "customer_id"))
@@ -230,7 +262,7 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
         if bad is None:
             bad = 12345 if col.type == "string" else "not-a-number"
         self._row(rec)[self.g.f.ident(col.name)] = self.g.wrap(bad)
-        self.label("type_mismatch", rec)
+        self.label(TYPE_MISMATCH.name, rec)
 
     def _non_optional_null(self, txn_no: int, hooks: dict[str, Any]) -> None:
         rec = hooks["data_recs"][0]
@@ -239,7 +271,7 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
         else:
             table = next(t for t in TABLES if t.name == rec.table)
             self._row(rec)[self.col(table, key=False)] = None
-        self.label("non_optional_null", rec)
+        self.label(NON_OPTIONAL_NULL.name, rec)
 
     def _key_schema_name_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
         rec = hooks["data_recs"][0]
@@ -247,44 +279,44 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
         other = next(t for t in TABLES if t.name != rec.table)
         rec.key_schema = key_schema(self.g.f, table, name=f"{self.g.f.topic(other.name)}.Key")
         rec.raw_key = None
-        self.label("key_schema_name_mismatch", rec)
+        self.label(KEY_SCHEMA_NAME_MISMATCH.name, rec)
 
     def _invalid_avro_name(self, txn_no: int, hooks: dict[str, Any]) -> None:
         rec = hooks["data_recs"][0]
         table = next(t for t in TABLES if t.name == rec.table)
         rec.value_schema = envelope_schema(self.g.f, table, name=f"{self.g.f.topic(table.name)}-v2.Envelope")
-        self.label("invalid_avro_name", rec)
+        self.label(INVALID_AVRO_NAME.name, rec)
 
     def _op_missing(self, txn_no: int, hooks: dict[str, Any]) -> None:
         rec = hooks["data_recs"][0]
         del rec.value["op"]
-        self.label("op_missing", rec)
+        self.label(OP_MISSING.name, rec)
 
     def _invalid_op(self, txn_no: int, hooks: dict[str, Any]) -> None:
         """Variants: an op no connector writes; ``m`` (a logical-decoding message op) on a row
         change; an op this connector never emits (truncate from dtle or SQL Server)."""
         rec = hooks["data_recs"][0]
-        variant = self.variant("invalid_op", advance=True) % 3
+        variant = self.variant(INVALID_OP.name, advance=True) % 3
         never = "t" if self.g.f.name in ("dtle", "sqlserver") else "x"
         rec.value["op"] = ("x", "m", never)[variant]
-        self.label("invalid_op", rec)
+        self.label(INVALID_OP.name, rec)
 
     def _before_after_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
         rec = hooks["data_recs"][0]
         rec.value["before"] = copy.deepcopy(rec.value["after"])
-        self.label("before_after_mismatch", rec)
+        self.label(BEFORE_AFTER_MISMATCH.name, rec)
 
     def _missing_source_field(self, txn_no: int, hooks: dict[str, Any]) -> None:
         rec = hooks["data_recs"][0]
         del rec.value["source"][self.g.f.position_field]
-        self.label("missing_source_field", rec)
+        self.label(MISSING_SOURCE_FIELD.name, rec)
 
     def _invalid_position(self, txn_no: int, hooks: dict[str, Any]) -> None:
         rec = hooks["data_recs"][0]
         src = rec.value["source"]
         field = self.g.f.position_field
         src[field] = -1 if isinstance(src[field], int) else "-1"  # typed as the connector types it
-        self.label("invalid_position", rec)
+        self.label(INVALID_POSITION.name, rec)
 
     def _key_payload_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
         rec = hooks["data_recs"][0]
@@ -293,7 +325,7 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
         col = self.col(table, key=True)
         pk = row[col]["value"] if self.g.f.wrap_values else row[col]
         row[col] = self.g.wrap(pk + 5_000_000)
-        self.label("key_payload_mismatch", rec)
+        self.label(KEY_PAYLOAD_MISMATCH.name, rec)
 
     # -- standalone records ----------------------------------------------------------------------
     def _invalid_json(self, txn_no: int, hooks: dict[str, Any]) -> None:
@@ -302,19 +334,19 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
         g = self.g
         table = g.rng.choice(TABLES)
         pk = self.new_pk(table)
-        variant = self.variant("invalid_json", advance=True) % 3
+        variant = self.variant(INVALID_JSON.name, advance=True) % 3
         if variant == 0:
             rec = Rec(g.f.topic(table.name), g.key_payload(table, pk), '{"schema": {"type": "struct", "fie',
                       g.proc_ts, key_schema=g.key_schemas[table.name], table=table.name)
             g.proc_ts += 1
-            self.label("invalid_json", g.emit(rec))
+            self.label(INVALID_JSON.name, g.emit(rec))
             return
         rec = g.change(table, pk, "c", None, g.row(table, pk, 0), txn=None, txn_no=txn_no, ev=STANDALONE_EV,
                        commit_seq=g.seq)
         key, value = serialize(rec, g.schemas)
         prefix = f'{{"{self.col(table, key=True)}": {pk}}}^' if variant == 1 else f"{key}\t"
         rec.raw_value = prefix + (value or "")
-        self.label("invalid_json", rec)
+        self.label(INVALID_JSON.name, rec)
 
     def _update(self, txn_no: int, table: TableDef, pk: int, ev: int = STANDALONE_EV, **kw: Any) -> Rec:
         g = self.g
@@ -333,7 +365,7 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
         last_txn, last_seq = self.g.keys[(table.name, pk)].last_coords
         self.reserve(table.name, pk)
         rec = self._update(txn_no, table, pk, coords=(last_txn - 1, last_seq - 1, last_seq - 1), ev=0)
-        self.label("position_regression", rec)
+        self.label(POSITION_REGRESSION.name, rec)
         return True
 
     def _duplicate(self, txn_no: int, hooks: dict[str, Any]) -> bool:
@@ -346,7 +378,7 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
         dup = copy.copy(orig)
         dup.ts = self.g.proc_ts
         self.g.proc_ts += 1
-        self.label("duplicate", self.g.emit(dup, orig.partition))
+        self.label(DUPLICATE.name, self.g.emit(dup, orig.partition))
         return True
 
     def _missing_create(self, txn_no: int, hooks: dict[str, Any]) -> None:
@@ -354,7 +386,7 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
         table = g.rng.choice(TABLES)
         pk = self.new_pk(table)
         rec = g.change(table, pk, "u", None, g.row(table, pk, 1), txn=None, txn_no=txn_no, ev=STANDALONE_EV, commit_seq=g.seq)
-        self.label("missing_create", rec)
+        self.label(MISSING_CREATE.name, rec)
 
     def _event_after_delete(self, txn_no: int, hooks: dict[str, Any]) -> bool:
         g = self.g
@@ -367,12 +399,12 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
         self.reserve(tname, pk)
         rec = g.change(table, pk, "u", None, g.row(table, pk, 7), txn=None, txn_no=txn_no, ev=STANDALONE_EV, commit_seq=g.seq)
         g.keys[(tname, pk)].live = False
-        self.label("event_after_delete", rec)
+        self.label(EVENT_AFTER_DELETE.name, rec)
         return True
 
     def _tombstone_without_delete(self, txn_no: int, hooks: dict[str, Any]) -> None:
         table = self.g.rng.choice(TABLES)
-        self.label("tombstone_without_delete", self.g.tombstone(table, self.new_pk(table)))
+        self.label(TOMBSTONE_WITHOUT_DELETE.name, self.g.tombstone(table, self.new_pk(table)))
 
     def _key_in_multiple_partitions(self, txn_no: int, hooks: dict[str, Any]) -> bool:
         picked = self.pick_live(streamed=True)
@@ -382,5 +414,5 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
         self.reserve(table.name, pk)
         wrong = (self.g.home_partition(table, pk) + 1) % self.g.partitions
         rec = self._update(txn_no, table, pk, partition=wrong)
-        self.label("key_in_multiple_partitions", rec)
+        self.label(KEY_IN_MULTIPLE_PARTITIONS.name, rec)
         return True

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cdc_monitor.checks.lag import INVALID_EVENT_TS, INVALID_SOURCE_TS, LAG_SPIKE, NEGATIVE_LAG
+
 if TYPE_CHECKING:
     from cdc_monitor.generator.records import Rec
     from cdc_monitor.generator.traffic import Generator
@@ -30,7 +32,7 @@ class LagFaults:
         if len(recs) < 2 or recs[0].table != recs[1].table:
             return False
         self._shift_source(recs[0], -120_000)
-        self.label("lag_spike", recs[0])
+        self.label(LAG_SPIKE.name, recs[0])
         return True
 
     def _negative_lag(self, txn_no: int, hooks: dict[str, Any]) -> None:
@@ -38,26 +40,26 @@ class LagFaults:
         src = rec.value["source"]
         source_ms = src["ts_sec"] * 1000 if "ts_sec" in src else src["ts_ms"]
         rec.value["ts_ms"] = source_ms - 1500
-        self.label("negative_lag", rec)
+        self.label(NEGATIVE_LAG.name, rec)
 
     def _invalid_source_ts(self, txn_no: int, hooks: dict[str, Any]) -> None:
         """Variants: 0; the time in microseconds; in nanoseconds (ts_us/ts_ns values in ts_ms).
         dtle's ts_sec gets 0 each time."""
         rec = hooks["data_recs"][0]
-        variant = self.variant("invalid_source_ts", advance=True) % 3
+        variant = self.variant(INVALID_SOURCE_TS.name, advance=True) % 3
         src = rec.value["source"]
         if variant and "ts_ms" in src:
             src["ts_ms"] = src["ts_ms"] * (1_000 if variant == 1 else 1_000_000)
         else:
             self._shift_source(rec, absolute=0)
-        self.label("invalid_source_ts", rec)
+        self.label(INVALID_SOURCE_TS.name, rec)
 
 
     def _invalid_event_ts(self, txn_no: int, hooks: dict[str, Any]) -> None:
         """The envelope's ts_ms in another unit. Variants: nanoseconds (a real SQL Server example), microseconds,
         seconds."""
         rec = hooks["data_recs"][0]
-        variant = self.variant("invalid_event_ts", advance=True) % 3
+        variant = self.variant(INVALID_EVENT_TS.name, advance=True) % 3
         ts = rec.value["ts_ms"]
         rec.value["ts_ms"] = ts * 1_000_000 if variant == 0 else ts * 1_000 if variant == 1 else ts // 1_000
-        self.label("invalid_event_ts", rec)
+        self.label(INVALID_EVENT_TS.name, rec)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cdc_monitor.checks.snapshots import SNAPSHOT_OP_MISMATCH, SNAPSHOT_RESTARTED
 from cdc_monitor.generator.flavours import TABLES
 from cdc_monitor.generator.records import STANDALONE_EV
 
@@ -24,21 +25,21 @@ class SnapshotFaults:
     def variant(self, rule: str, advance: bool = False) -> int: ...
 
     def _snapshot_restarted(self, txn_no: int, hooks: dict[str, Any]) -> bool:
-        table = TABLES[self.variant("snapshot_restarted") % len(TABLES)]
+        table = TABLES[self.variant(SNAPSHOT_RESTARTED.name) % len(TABLES)]
         keys = self.live(table, streamed=True)
         if not keys:
             return False  # try again later, once the table has streamed
-        self.variant("snapshot_restarted", advance=True)
+        self.variant(SNAPSHOT_RESTARTED.name, advance=True)
         g = self.g
         pk = g.rng.choice(keys)
         self.reserve(table.name, pk)
         rec = g.change(table, pk, "r", None, g.keys[(table.name, pk)].row, txn=None, txn_no=txn_no, ev=STANDALONE_EV,
                        commit_seq=g.seq, snapshot="true")
-        self.label("snapshot_restarted", rec)
+        self.label(SNAPSHOT_RESTARTED.name, rec)
         return True
 
     def _snapshot_op_mismatch(self, txn_no: int, hooks: dict[str, Any]) -> None:
         rec = hooks["data_recs"][0]
         src = rec.value["source"]
         src["snapshot"] = True if isinstance(src.get("snapshot"), bool) else "true"  # dtle writes a boolean
-        self.label("snapshot_op_mismatch", rec)
+        self.label(SNAPSHOT_OP_MISMATCH.name, rec)

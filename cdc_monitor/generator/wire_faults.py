@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cdc_monitor.checks.decode import INVALID_JSON
+from cdc_monitor.checks.registry_schemas import UNDECODABLE_AVRO, UNKNOWN_SCHEMA_ID
+from cdc_monitor.checks.schema import MISSING_SOURCE_FIELD, OP_MISSING
 from cdc_monitor.generator.flavours import TABLES
 from cdc_monitor.generator.records import STANDALONE_EV
 
@@ -13,8 +16,8 @@ if TYPE_CHECKING:
 
 # faults whose record no Avro schema of Debezium's can carry (a required field removed, text that is
 # no encoding of the schema); Avro traffic has its own wire-format faults instead
-AVRO_INEXPRESSIBLE = ("invalid_json", "op_missing", "missing_source_field")
-AVRO_WIRE_RULES = ("undecodable_avro", "unknown_schema_id")
+AVRO_INEXPRESSIBLE = (INVALID_JSON.name, OP_MISSING.name, MISSING_SOURCE_FIELD.name)
+AVRO_WIRE_RULES = (UNDECODABLE_AVRO.name, UNKNOWN_SCHEMA_ID.name)
 VALUE_FORMATS = ("json", "avro", "avro-json")
 
 
@@ -37,8 +40,8 @@ class WireFaults:
 
     def _undecodable_avro(self, txn_no: int, hooks: dict[str, Any]) -> None:
         """Variants: the body cut short; bytes left over after the record."""
-        variant = self.variant("undecodable_avro", advance=True) % 2
-        self._wire_fault("undecodable_avro", txn_no, ("truncated", "trailing")[variant])
+        variant = self.variant(UNDECODABLE_AVRO.name, advance=True) % 2
+        self._wire_fault(UNDECODABLE_AVRO.name, txn_no, ("truncated", "trailing")[variant])
 
     def _unknown_schema_id(self, txn_no: int, hooks: dict[str, Any]) -> None:
-        self._wire_fault("unknown_schema_id", txn_no, "unknown_id")
+        self._wire_fault(UNKNOWN_SCHEMA_ID.name, txn_no, "unknown_id")

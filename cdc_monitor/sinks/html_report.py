@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_monitor import __version__
 from cdc_monitor.checks.catalogue import CATALOGUE
+from cdc_monitor.checks.lag import INVALID_SOURCE_TS
 from cdc_monitor.sinks.html_charts import PAGE_SCRIPT, chart_configs, chart_js, data_script
 from cdc_monitor.vocabulary import SEVERITY_RANK, Severity
 
@@ -122,7 +123,7 @@ def _tables(result: ScanResult) -> str:
         out.append(_table(
             ["server", "table", "events", "p50", "p95", "p99", "max", "negative", "invalid source ts", "snapshot"],
             [[r.get("server"), r.get("table"), r.get("count"), r.get("p50_ms"), r.get("p95_ms"), r.get("p99_ms"),
-              r.get("max_ms"), r.get("negative"), r.get("invalid_source_ts"), r.get("snapshot_excluded")]
+              r.get("max_ms"), r.get("negative"), r.get(INVALID_SOURCE_TS.name), r.get("snapshot_excluded")]
              for r in sorted(result.lag, key=lambda r: -(r.get("p99_ms") or 0))], set(range(2, 10))))
     else:
         out.append("<p>No change events.</p>")

@@ -9,7 +9,8 @@ from typing import IO, TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from cdc_monitor.checks.catalogue import RULES
+from cdc_monitor.checks.catalogue import CATALOGUE
+from cdc_monitor.checks.lag import INVALID_SOURCE_TS
 from cdc_monitor.vocabulary import SEVERITY_RANK, Severity
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def render_text(result: ScanResult, out: IO[str], width: int | None = None, colo
             t.add_column(col, justify="left" if col in ("server", "table") else "right")
         for r in worst[:LAG_ROWS]:
             t.add_row(_cell(r.get("server")), _cell(r["table"]), *(_cell(r.get(k)) for k in (
-                "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "negative", "invalid_source_ts", "snapshot_excluded")))
+                "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "negative", INVALID_SOURCE_TS.name, "snapshot_excluded")))
         console.print(t)
     if result.snapshots:
         t = Table(title="Snapshots", title_justify="left")
@@ -105,10 +106,10 @@ def render_text(result: ScanResult, out: IO[str], width: int | None = None, colo
         for col in ("severity", "check", "rule", "count", "sample locations"):
             t.add_column(col, justify="right" if col == "count" else "left")
         rows = [(sev, rule, n) for sev, by_rule in result.findings_by_rule.items() for rule, n in by_rule.items()]
-        for sev, rule, n in sorted(rows, key=lambda r: (-SEVERITY_RANK.get(r[0], -1), RULES[r[1]][0], r[1])):
+        for sev, rule, n in sorted(rows, key=lambda r: (-SEVERITY_RANK.get(r[0], -1), CATALOGUE[r[1]].check, r[1])):
             locs = "; ".join(_location(f) for f in samples[rule][:SAMPLE_LOCATIONS])
             t.add_row(f"[{SEVERITY_STYLE.get(sev, '')}]{sev}[/]" if sev in SEVERITY_STYLE else sev,
-                      RULES[rule][0], rule, str(n), locs)
+                      CATALOGUE[rule].check, rule, str(n), locs)
         console.print(t)
     else:
         console.print("[green]No findings.[/green]")

@@ -30,6 +30,7 @@ from cdc_monitor.checks.lag import lag_row_ms
 from cdc_monitor.checks.schema import ShapeVerdicts, judge_shapes
 from cdc_monitor.checks.source_gaps import GapRow, gap_findings
 from cdc_monitor.checks.suite import run_checks
+from cdc_monitor.checks.transactions import ORPHAN_EVENT
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import decode_records, without_texts
 from cdc_monitor.decoding.avro_wire import avro_as_json
@@ -290,8 +291,8 @@ def _plan(out: DataFrame, events: DataFrame, decoded: DataFrame | None, facts: W
         judged = checked.transactions.join(pending, ["topic", "partition", "end_offset"], "left_anti")
         final_ids = judged.where(F.col("status").isin(*FINAL_TX_STATUSES)).select("server", "txn_key")
         txn = union_all(checked.by_scope["transaction"], FINDING_COLUMNS).withColumn("txn_key", txn_key(F.col("txn_id")))
-        verdicts.append(txn.where(F.col("rule") != "orphan_event").join(final_ids, ["server", "txn_key"], "left_semi"))
-        orphans = txn.where(F.col("rule") == "orphan_event").join(known_final, COORD, "left_anti")
+        verdicts.append(txn.where(F.col("rule") != ORPHAN_EVENT.name).join(final_ids, ["server", "txn_key"], "left_semi"))
+        orphans = txn.where(F.col("rule") == ORPHAN_EVENT.name).join(known_final, COORD, "left_anti")
         located_rows.append(orphans.select(*FINDING_COLUMNS, F.lit(True).alias("orphan")))
         parts["transactions"] = (judged.where(F.col("status").isin(TxStatus.OPEN.value, *FINAL_TX_STATUSES))
                                            .select("server", "txn_key", "status"))

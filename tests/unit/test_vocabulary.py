@@ -67,3 +67,41 @@ def test_the_decoders_topic_roles_are_the_vocabularys(spark):
     assert [kinds[t] == "heartbeat" for t in topics] == [roles.is_heartbeat(t) for t in topics]
     assert {r["topic"]: r["server"] for r in got if r["kind"] != "data"} == {
         t: roles.server(t) for t in topics if roles.is_transaction(t) or roles.is_heartbeat(t)}
+
+
+def _string_literals(path):
+    import io
+    import tokenize
+
+    for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+        if tok.type == tokenize.STRING:
+            yield tok.start[0], tok.string.strip("\"'")
+
+
+def test_a_rule_name_is_spelled_only_where_its_rule_is_declared():
+    """Everywhere else a rule is named through its ``Rule`` object (``finding(MISSING_END, ...)``,
+    ``MISSING_END.name``), so renaming a rule is one edit and a typo is an import error."""
+    from pathlib import Path
+
+    from cdc_monitor.checks.catalogue import MODULES
+    from cdc_monitor.vocabulary import TxStatus
+
+    package = Path(__file__).resolve().parents[2] / "cdc_monitor"
+    home = {r.name: Path(m.__file__).resolve() for m in MODULES for r in m.RULES}
+    vocabulary = package / "vocabulary.py"
+    statuses = {s.value for s in TxStatus}  # missing_end, missing_begin: statuses first, their rules named after them
+    stray = [f"{path.relative_to(package)}:{line}: {text}"
+             for path in sorted(package.rglob("*.py")) for line, text in _string_literals(path)
+             if text in home and path.resolve() != home[text] and not (path == vocabulary and text in statuses)]
+    assert stray == []
+    assert len(home) == len({r.name for m in MODULES for r in m.RULES}) > 40
+
+
+def test_finding_takes_a_rule_object():
+    import pytest
+
+    from cdc_monitor.checks.findings import finding
+    from cdc_monitor.checks.transactions import MISSING_END
+
+    with pytest.raises(AttributeError):
+        finding(MISSING_END.name, None)  # type: ignore[arg-type]
