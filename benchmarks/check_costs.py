@@ -9,6 +9,7 @@ import time
 
 
 def main(paths: list[str]) -> dict[str, float]:
+    from cdc_monitor.checks.context import CheckContext
     from cdc_monitor.checks.lag import lag_findings, lag_table
     from cdc_monitor.checks.ordering import ordering_findings
     from cdc_monitor.checks.schema import embedded_schema_findings, envelope_findings
@@ -41,13 +42,13 @@ def main(paths: list[str]) -> dict[str, float]:
     started = time.perf_counter()
     lag_table(events).collect()
     costs["lag_table"] = round(time.perf_counter() - started, 2)
-    timed("transactions", transaction_check(events, facts, FrameCache()).findings)
+    timed("transactions", transaction_check(events, CheckContext(facts, cfg, FrameCache())).findings)
     timed("schema_envelope", envelope_findings(events))
     started = time.perf_counter()
     frames = embedded_schema_findings(events)
     costs["schema_embedded_plan"] = round(time.perf_counter() - started, 2)
     timed("schema_embedded", frames)
-    timed("ordering", ordering_findings(events, facts, FrameCache()))
+    timed("ordering", ordering_findings(events, CheckContext(facts, cfg, FrameCache())))
     return {k: round(v, 2) for k, v in costs.items()}
 
 

@@ -25,21 +25,18 @@ from pyspark.sql import functions as F
 
 from cdc_monitor import __version__
 from cdc_monitor.checks.catalogue import CATALOGUE
+from cdc_monitor.checks.context import CheckContext
 from cdc_monitor.checks.decode import capture_line_findings, duplicate_record_findings
-from cdc_monitor.checks.findings import FINDING_COLUMNS
 from cdc_monitor.checks.lag import HISTOGRAM_LE_S, lag_row_ms
-from cdc_monitor.checks.schema_changes import ddl_counts
-from cdc_monitor.checks.snapshots import snapshot_progress
-from cdc_monitor.checks.transactions import summary_frame, transaction_summary
+from cdc_monitor.checks.transactions import transaction_summary
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import decode_records, without_texts
 from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import events_by_table, heartbeats, nulls_first, schema_versions, summary_counts
-from cdc_monitor.engine.collect import collect_all
 from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.engine.jobs import JobCounter
-from cdc_monitor.engine.series import FindingsSeries, lag_series, step_ms
-from cdc_monitor.engine.union import narrow_union, union_all
+from cdc_monitor.engine.series import step_ms
+from cdc_monitor.engine.window import WholeWindow, WindowFrames, evaluate
 from cdc_monitor.vocabulary import SCAN_CHECKS, SEVERITY_RANK
 
 if TYPE_CHECKING:
@@ -128,7 +125,7 @@ def findings_by_check(counts: dict[str, dict[str, int]]) -> dict[str, int]:
 
 
 def _value_format(records: DataFrame, cfg: ScanConfig, cache: FrameCache,
-                  finding_frames: list[DataFrame]) -> tuple[DataFrame, dict[str, dict[str, list[int]]]]:
+                  driver_findings: list[dict[str, Any]]) -> tuple[DataFrame, dict[str, dict[str, list[int]]]]:
     """Avro input as the JSON text the decoder reads: with a schema registry, one small job finds
     the schema ids the window names (the records are kept, so the input is read once), the
     driver fetches each once and judges it, and the records are decoded in Arrow batches."""
@@ -139,9 +136,7 @@ def _value_format(records: DataFrame, cfg: ScanConfig, cache: FrameCache,
         return avro.records, {}
     from cdc_monitor.checks.registry_schemas import registry_findings, registry_ids
 
-    found = registry_findings(records.sparkSession, avro.usage, avro.schemas, cfg.roles)
-    if found is not None:
-        finding_frames.append(found)
+    driver_findings += registry_findings(avro.usage, avro.schemas, cfg.roles)
     return avro.records, registry_ids(avro.usage, avro.schemas)
 
 
@@ -158,8 +153,6 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
              progress: Callable[[str], None] | None = None, keep_events: bool = False) -> ScanResult:
     """Decode, check and summarise one window. ``progress`` receives a line per finished phase;
     ``keep_events`` leaves the cached events frame on the result until ``result.release()``."""
-    from cdc_monitor.checks.suite import run_checks
-
     cfg = config or ScanConfig()
     started = time.time()
     timings: dict[str, float] = {}
@@ -174,8 +167,8 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
             progress(f"{name.replace('_', ' ')}: {timings[name]:.1f}s{detail}")
 
     cache = FrameCache()
-    finding_frames: list[DataFrame] = []
-    records, registry_ids = _value_format(source.records, cfg, cache, finding_frames)
+    frames = WindowFrames(events=source.records)  # (its frames set below)
+    records, registry_ids = _value_format(source.records, cfg, cache, frames.driver_findings)
     counted = Observation("decoded")
     decoded = cache.materialize(decode_records(records, cfg.roles).observe(counted, F.count(F.lit(1)).alias("n")))
     # a small window is checked in one partition: no shuffles (engine/cache.py)
@@ -190,28 +183,20 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         rejects = cache.keep(source.rejects)
         rejects_count = rejects.count()
         if rejects_count:
-            finding_frames.append(capture_line_findings(rejects))
+            frames.other_findings.append(capture_line_findings(rejects))
     facts = window_facts(events)
     duplicates = {(p["topic"], p["partition"]): p["duplicates"] for p in facts.partitions if p.get("duplicates")}
     if duplicates:  # overlapping captures: each record once (three more jobs, only then)
         decoded = cache.materialize(decoded.dropDuplicates(["topic", "partition", "offset"]))
         events = cache.materialize(without_texts(decoded))
         facts = window_facts(events)
-        finding_frames.append(duplicate_record_findings(events.sparkSession, duplicates))
+        frames.driver_findings += duplicate_record_findings(duplicates)
     window = facts.window
     lap("window", f" ({len(window['partitions'])} partitions)")
-    checked = run_checks(events, facts, cfg, cache, texts=decoded)
-    lap("checks_plan_and_aggregates")
-    findings = narrow_union(union_all([*checked.findings, *finding_frames], FINDING_COLUMNS), cache.one_partition)
+    frames.events, frames.texts = events, decoded
     step = step_ms(window["start_ms"], window["end_ms"])
-    parts = {"lag": checked.lag, "lag_series": lag_series(events, step)}
-    if checked.transactions is not None:
-        parts["transactions"] = summary_frame(checked.transactions)
-    if any(r["op"] == "r" for r in facts.rows):
-        parts["snapshots"] = snapshot_progress(events)
-    if any(r["kind"] == "schema_change" for r in facts.rows):
-        parts["ddl"] = ddl_counts(events)
-    collected = collect_all(findings, cfg.max_findings, parts, FindingsSeries(events, step))
+    collected = evaluate(frames, CheckContext(facts, cfg, cache), WholeWindow(cfg.max_findings, step),
+                         planned=lambda: lap("checks_plan_and_aggregates"))
     counts: dict[str, dict[str, int]] = {}
     for c in collected.counts:
         per = counts.setdefault(c["severity"], {})

@@ -49,8 +49,8 @@ def test_empty_capture_exits_2_unless_allowed(tmp_path, content):
 
 
 def test_blank_lines_are_no_records_after_the_scan(scan, tmp_path):
-    from cdc_monitor.cli.main import require_records
     from cdc_monitor.errors import InputError
+    from cdc_monitor.verbs.scan import require_records
 
     capture = tmp_path / "blank.jsonl"
     capture.write_text("\n \n")  # no records (refused before Spark by the CLI; a URL's, only the scan tells)

@@ -36,7 +36,7 @@ def test_heartbeats_are_reported_per_server_and_nothing_else(scan, tmp_path):
     assert result.summary["heartbeats"] == sum(e["count"] for e in expected)
     assert result.heartbeats == sorted(expected, key=lambda e: e["server"])
     assert result.to_json_dict()["heartbeats"] == result.heartbeats
-    text = render(MetricsSnapshot.from_result(result, "hb")).decode()
+    text = render(MetricsSnapshot.from_outcome(result, "hb")).decode()
     samples = {s.labels["server"]: s.value for fam in text_string_to_metric_families(text) for s in fam.samples
                if s.name == "cdc_last_heartbeat_timestamp_seconds"}
     assert samples == {e["server"]: e["last_ts_ms"] / 1000 for e in expected}

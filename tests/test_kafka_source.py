@@ -332,5 +332,5 @@ def test_cli_generate_to_kafka_then_scan_a_time_window_on_a_cluster(kafka_broker
 
     assert {k: v for k, v in report.items() if k not in RUN_FIELDS} == {
         k: v for k, v in local.to_json_dict().items() if k not in RUN_FIELDS}
-    local_metrics = data_samples(render(MetricsSnapshot.from_result(local, "cdc-monitor")).decode())
+    local_metrics = data_samples(render(MetricsSnapshot.from_outcome(local, "cdc-monitor")).decode())
     assert data_samples(prom.read_text()) == local_metrics and len(local_metrics) > 50

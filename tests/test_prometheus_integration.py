@@ -57,7 +57,7 @@ def faulty_snapshot(scan, tmp_path_factory):
     write_capture(generate("sqlserver", events=600, seed=8, faults=True, heartbeats=True), root / "faulty.jsonl")
     result = scan([root / "faulty.jsonl"])
     assert result.findings_by_rule  # the capture is faulty
-    snap = MetricsSnapshot.from_result(result, "watch-test")
+    snap = MetricsSnapshot.from_outcome(result, "watch-test")
     snap.totals = {"events": result.events_by_table, "findings": result.finding_counts,
                    "transactions": [{"server": s, "status": st, "count": n}
                                     for s, per in snap.transactions.items() for st, n in per.items()]}
@@ -71,7 +71,7 @@ def reconcile_snapshot() -> MetricsSnapshot:
 
     rows = dict.fromkeys(ReconcileState, 0) | {ReconcileState.MATCH: 14, ReconcileState.MISSING: 2}
     table = TableReconcile("public.orders", 16, 14, rows, {}, 0, "0a", "0b", {})
-    return MetricsSnapshot.from_reconcile(ReconcileOutcome([table], records=30, finished_at=time.time()),
+    return MetricsSnapshot.from_outcome(ReconcileOutcome([table], records=30, finished_at=time.time()),
                                           "nightly-reconcile")
 
 

@@ -1,5 +1,5 @@
 """watch through Spark's own Kafka connector (on the suite's session) on the real broker: the same
-stateful query and engine as the bundled reader's (watch/source.py, watch/carry.py,
+stateful query and engine as the bundled reader's (watch/stream.py, watch/carry.py,
 watch/batch.py), every record, event and fault counted exactly once."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from cdc_monitor.sources.kafka.options import KafkaOptions
 from cdc_monitor.sources.kafka.planner import select_topics
 from cdc_monitor.vocabulary import OPS
 from cdc_monitor.watch.batch import WatchSettings
-from cdc_monitor.watch.source import open_stream, subscribe_pattern
+from cdc_monitor.watch.stream import open_stream, subscribe_pattern
 from tests.support.watch_stream import run_stream
 
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import RecordRule, finding
+from cdc_monitor.checks.findings import RecordRule, finding, finding_row
 from cdc_monitor.decoding.events import SNIPPET
 from cdc_monitor.vocabulary import Rule
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 
 INVALID_JSON = Rule("invalid_json", "decode", "error", "record", "value or key is not exactly one valid JSON document")
@@ -40,10 +40,8 @@ def capture_line_findings(rejects: DataFrame) -> DataFrame:
     return rejects.select(*finding(INVALID_CAPTURE_LINE, msg))
 
 
-def duplicate_record_findings(spark: SparkSession, duplicates: dict[tuple[str, int], int]) -> DataFrame:
+def duplicate_record_findings(duplicates: dict[tuple[str, int], int]) -> list[dict[str, Any]]:
     """One finding per partition some of whose records the input held more than once."""
-    rows = spark.createDataFrame(sorted((t, p, n) for (t, p), n in duplicates.items()),
-                                 "topic string, partition int, n bigint")
-    msg = F.concat(F.col("n").cast("string"), F.lit(" record(s) read more than once (same topic, partition and "
-                                                      "offset: overlapping captures?); each counted and checked once"))
-    return rows.select(*finding(DUPLICATE_CAPTURE_RECORD, msg, topic=F.col("topic"), partition=F.col("partition")))
+    return [finding_row(DUPLICATE_CAPTURE_RECORD, f"{n} record(s) read more than once (same topic, partition and "
+                        "offset: overlapping captures?); each counted and checked once", topic=t, partition=p)
+            for (t, p), n in sorted(duplicates.items())]

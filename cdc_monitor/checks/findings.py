@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import reduce
 from operator import or_
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -20,7 +20,18 @@ FINDING_COLUMNS = [
     "check", "rule", "severity", "topic", "partition", "offset", "offsets", "key", "txn_id", "message",
     "server", "table",
 ]
+FINDING_SCHEMA = ("check string, rule string, severity string, topic string, partition int, offset bigint, "
+                  "offsets array<bigint>, key string, txn_id string, message string, server string, table string")
 MAX_OFFSETS = 20
+
+
+def finding_row(rule: Rule, message: str, *, topic: str | None = None, partition: int | None = None,
+                server: str | None = None, table: str | None = None) -> dict[str, Any]:
+    """A finding the driver knows without reading records (the input's duplicates, a registry
+    schema): one row of ``FINDING_SCHEMA``; the window's evaluation makes them one frame."""
+    return {"check": rule.check, "rule": rule.name, "severity": rule.severity, "topic": topic, "partition": partition,
+            "offset": None, "offsets": None, "key": None, "txn_id": None, "message": message, "server": server,
+            "table": table}
 
 
 def _finding_columns(

@@ -18,13 +18,12 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import finding
-from cdc_monitor.engine.cache import NO_CACHE, FrameCache
 from cdc_monitor.vocabulary import Rule
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from cdc_monitor.engine.facts import WindowFacts
+    from cdc_monitor.checks.context import CheckContext
 
 POSITION_REGRESSION = Rule("position_regression", "ordering", "error", "key", "source position went backwards for a key")
 DUPLICATE = Rule("duplicate", "ordering", "warning", "key",
@@ -67,20 +66,20 @@ def _loc() -> dict:
                 txn_id=F.col("txn_id"), server=F.col("server"), table=F.col("table"))
 
 
-def ordering_findings(events: DataFrame, facts: WindowFacts, cache: FrameCache = NO_CACHE) -> list[DataFrame]:
+def ordering_findings(events: DataFrame, ctx: CheckContext) -> list[DataFrame]:
     recs = _records(events)
     # keys in several partitions of a topic: the partition of the key's first record is home
     by_key = Window.partitionBy(*KEY)
     recs = recs.withColumn(
         "home", F.min_by("partition", F.struct("record_ts_ms", "partition", "offset")).over(by_key)
     ).withColumn("multi", F.size(F.collect_set("partition").over(by_key)) > 1)
-    recs = recs.withColumn("from_start", facts.from_start())
+    recs = recs.withColumn("from_start", ctx.facts.from_start())
 
     in_part = Window.partitionBy("topic", "partition", "key_payload").orderBy("offset")
     same = Window.partitionBy("topic", "partition", "key_payload", "content").orderBy("offset")
     recs = recs.withColumn("dup", (F.col("kind") == "data") & (F.row_number().over(same) > 1))
     recs = recs.withColumn("prev_any_op", F.lag(F.when(F.col("kind") == "data", F.col("op")).otherwise(F.lit("~"))).over(in_part))
-    recs = cache.keep(recs)
+    recs = ctx.placement.keep(recs)
 
     loc = _loc()
     multi = (

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import RecordRule, dynamic_finding
+from cdc_monitor.checks.findings import RecordRule, finding_row
 from cdc_monitor.vocabulary import Rule, TopicRoles
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    pass
 
 UNDECODABLE_AVRO = Rule("undecodable_avro", "decode", "error", "record",
     "a wire-format (Avro) key or value that does not decode with its registry schema")
@@ -51,7 +51,7 @@ def _full_name(schema: Any) -> str | None:
     return name if "." in name or not namespace else f"{namespace}.{name}"
 
 
-def judge_schema(topic: str, role: str, text: str) -> list[tuple[str, str]]:
+def judge_schema(topic: str, role: str, text: str) -> list[tuple[Rule, str]]:
     """(rule, message) for one registry schema of a topic's keys or values."""
     try:
         schema = json.loads(text)
@@ -63,19 +63,18 @@ def judge_schema(topic: str, role: str, text: str) -> list[tuple[str, str]]:
     expected = f"{avro_name(topic)}.{'Key' if role == 'key' else 'Envelope'}"
     out = []
     if name != expected:
-        out.append((AVRO_SCHEMA_NAME.name, f"{role} schema is named {name or '(not a record)'}, Debezium names it {expected}"))
+        out.append((AVRO_SCHEMA_NAME, f"{role} schema is named {name or '(not a record)'}, Debezium names it {expected}"))
     if role == "value" and isinstance(schema, dict):
         present = {f.get("name") for f in schema.get("fields", []) if isinstance(f, dict)}
         missing = [f for f in ENVELOPE_FIELDS if f not in present]
         if missing:
-            out.append((AVRO_ENVELOPE_FIELDS.name, f"value schema {name} has no {', '.join(missing)}: not a Debezium envelope"))
+            out.append((AVRO_ENVELOPE_FIELDS, f"value schema {name} has no {', '.join(missing)}: not a Debezium envelope"))
     return out
 
 
-def registry_findings(spark: SparkSession, usage: list[dict[str, Any]], schemas: dict[int, str],
-                      roles: TopicRoles) -> DataFrame | None:
+def registry_findings(usage: list[dict[str, Any]], schemas: dict[int, str], roles: TopicRoles) -> list[dict[str, Any]]:
     """One finding per topic, schema id and rule broken, for the data topics' registry schemas."""
-    rows: list[tuple[str, str, str]] = []
+    rows: list[dict[str, Any]] = []
     seen: set[tuple[str, str, int]] = set()
     for use in sorted(usage, key=lambda u: (u["topic"], u["key_id"] or 0, u["value_id"] or 0)):
         topic = use["topic"]
@@ -86,12 +85,10 @@ def registry_findings(spark: SparkSession, usage: list[dict[str, Any]], schemas:
             if sid is None or sid not in schemas or (topic, role, sid) in seen:
                 continue
             seen.add((topic, role, sid))
-            rows += [(rule, topic, f"schema id {sid}: {msg}") for rule, msg in judge_schema(topic, role, schemas[sid])]
-    if not rows:
-        return None
-    frame = spark.createDataFrame(rows, "rule string, topic string, message string")
-    return frame.select(*dynamic_finding(F.col("rule"), F.col("message"), topic=F.col("topic"),
-                                         server=F.regexp_extract("topic", r"^([^.]+)", 1)))
+            server = topic.split(".", 1)[0]  # (the topic's prefix)
+            rows += [finding_row(rule, f"schema id {sid}: {msg}", topic=topic, server=server)
+                     for rule, msg in judge_schema(topic, role, schemas[sid])]
+    return rows
 
 
 def registry_ids(usage: list[dict[str, Any]], known: dict[int, str]) -> dict[str, dict[str, list[int]]]:

@@ -18,11 +18,11 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.connect_schema import FieldCheck, compile_schema, invalid_avro_names, parse_schema
+from cdc_monitor.checks.context import fact_lookup
 from cdc_monitor.checks.findings import MAX_OFFSETS, RecordRule, dynamic_finding, record_findings
 from cdc_monitor.checks.mongo_ids import mongo_id
 from cdc_monitor.checks.variant_shape import ShapeSyntaxError, field_problems, parse_shape
 from cdc_monitor.decoding.events import non_envelope
-from cdc_monitor.engine.facts import fact_lookup
 from cdc_monitor.vocabulary import (
     ALLOWED_OPS,
     DELETE_KEEPS_AFTER,

@@ -13,20 +13,18 @@ from cdc_monitor.checks.findings import record_findings
 from cdc_monitor.checks.lag import lag_rules, lag_spike_findings, lag_table
 from cdc_monitor.checks.ordering import ordering_findings
 from cdc_monitor.checks.registry_schemas import avro_rules
-from cdc_monitor.checks.schema import ShapeVerdicts, embedded_schema_findings, envelope_rules, topic_findings
+from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules, topic_findings
 from cdc_monitor.checks.schema_changes import schema_change_findings
 from cdc_monitor.checks.snapshots import snapshot_restarted_findings, snapshot_rules
 from cdc_monitor.checks.source_block import sequence_findings, source_block_rules
 from cdc_monitor.checks.stalls import stall_findings
 from cdc_monitor.checks.transactions import marker_rules, transaction_check
-from cdc_monitor.engine.cache import NO_CACHE, FrameCache
 from cdc_monitor.vocabulary import SCOPES
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from cdc_monitor.config import ScanConfig
-    from cdc_monitor.engine.facts import WindowFacts
+    from cdc_monitor.checks.context import CheckContext
 
 
 @dataclass
@@ -42,9 +40,8 @@ class CheckedResult:
         return [f for scope in SCOPES for f in self.by_scope[scope]]
 
 
-def run_checks(events: DataFrame, facts: WindowFacts, config: ScanConfig, cache: FrameCache = NO_CACHE,
-               texts: DataFrame | None = None, *, fresh: DataFrame | None = None,
-               lag_scope: DataFrame | None = None, shapes: ShapeVerdicts | None = None) -> CheckedResult:
+def run_checks(events: DataFrame, ctx: CheckContext, texts: DataFrame | None = None, *,
+               fresh: DataFrame | None = None, lag_scope: DataFrame | None = None) -> CheckedResult:
     """Every check over ``events`` (the window, with what watch carries from earlier batches).
 
     ``texts``: the events with their raw texts, when ``events`` was narrowed by ``without_texts``.
@@ -52,17 +49,19 @@ def run_checks(events: DataFrame, facts: WindowFacts, config: ScanConfig, cache:
     default all). ``lag_scope``: the records lag spikes run over (watch: new ones and the tails
     carried so a spike across batches counts once; default all). Only the embedded-schema check
     runs a Spark job here (its distinct shapes are judged on the driver), and only when the window
-    has keys or values with schemas and ``shapes`` (those verdicts) are not given."""
+    has keys or values with schemas and ``ctx.shapes`` (those verdicts) are not given."""
+    facts, config = ctx.facts, ctx.config
     fresh = events if fresh is None else fresh
     # a check whose input the window does not hold (``facts``) is not planned: it would find nothing
-    tx = transaction_check(events, facts, cache) if facts.has_transactions else None
+    tx = transaction_check(events, ctx) if facts.has_transactions else None
     by_scope = {
         # decode, lag and envelope rules need only the record itself: one pass for all of them
         "record": [record_findings(fresh, [*decode_rules(), *avro_rules(), *lag_rules(), *envelope_rules(),
                                          *snapshot_rules(), *marker_rules(),
                                          *source_block_rules()]),
-                   *(embedded_schema_findings(fresh if texts is None else texts, shapes) if facts.has_embedded_schemas else [])],
-        "key": ordering_findings(events, facts, cache),
+                   *(embedded_schema_findings(fresh if texts is None else texts, ctx.shapes)
+                     if facts.has_embedded_schemas else [])],
+        "key": ordering_findings(events, ctx),
         "transaction": tx.findings if tx is not None else [],
         "table": [topic_findings(fresh),
                   *([schema_change_findings(events)] if facts.has_schema_changes else []),

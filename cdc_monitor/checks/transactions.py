@@ -29,9 +29,8 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
+from cdc_monitor.checks.context import CheckContext, Placement, WindowFacts
 from cdc_monitor.checks.findings import RecordRule, finding
-from cdc_monitor.engine.cache import NO_CACHE, FrameCache
-from cdc_monitor.engine.facts import WindowFacts
 from cdc_monitor.vocabulary import TX_STATUSES, Rule, TxStatus
 
 if TYPE_CHECKING:
@@ -84,11 +83,11 @@ def _markers(events: DataFrame) -> DataFrame:
     return events.where(_is_marker() & _has_id()).withColumn("txn_key", F.col("marker_key"))
 
 
-def _data(events: DataFrame, cache: FrameCache) -> DataFrame:
+def _data(events: DataFrame, placement: Placement) -> DataFrame:
     """Data events that name a transaction, exact re-deliveries dropped, partitioned by (server,
     txn_key) once: every window and aggregate on the data side keys on a superset of that."""
     return (
-        cache.partition_by(events.where(F.col("data_event") & F.col("txn_id").isNotNull()), "server", "txn_key")
+        placement.partition_by(events.where(F.col("data_event") & F.col("txn_id").isNotNull()), "server", "txn_key")
         .withColumn("rn", F.row_number().over(
             Window.partitionBy("server", "txn_key", "topic", "key_payload", "value_hash").orderBy("partition", "offset")))
         .where(F.col("rn") == 1)
@@ -171,9 +170,10 @@ def _per_transaction_data(data: DataFrame) -> DataFrame:
     )
 
 
-def transaction_check(events: DataFrame, facts: WindowFacts, cache: FrameCache = NO_CACHE) -> TransactionResult:
+def transaction_check(events: DataFrame, ctx: CheckContext) -> TransactionResult:
+    facts = ctx.facts
     markers = _markers(events)
-    data = _data(events, cache)
+    data = _data(events, ctx.placement)
     txns = _per_transaction(markers, facts)
     txns = txns.join(_per_transaction_data(data), ["server", "txn_key"], "left")
     txns = txns.withColumn("seen", F.coalesce("seen", F.lit(0)))
@@ -186,7 +186,7 @@ def transaction_check(events: DataFrame, facts: WindowFacts, cache: FrameCache =
         F.map_keys(F.coalesce(F.col("seen_by_collection"), F.create_map().cast("map<string,bigint>"))),
         lambda t: ~F.exists(F.coalesce(F.col("collections"), F.array()), lambda c: c["data_collection"] == t),
     )
-    txns = cache.keep(
+    txns = ctx.placement.keep(
         txns.withColumn(COUNT_MISMATCH.name, complete & F.col("event_count").isNotNull() & (F.col("event_count") != F.col("seen")))
         .withColumn(COLLECTION_COUNT_MISMATCH.name, complete & F.col("collections").isNotNull()
                     & ((F.size(coll_diff) > 0) | (F.size(seen_not_listed) > 0)))

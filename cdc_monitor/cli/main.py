@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from typing import Any
 
 import click
@@ -14,7 +13,7 @@ from cdc_monitor import __version__
 from cdc_monitor.cli.help import epilog
 from cdc_monitor.cli.kafka_flags import apply_format_flags, format_flags, kafka_flags, pop_kafka_flags
 from cdc_monitor.cli.layered_config import scan_config
-from cdc_monitor.errors import EXIT_CANNOT_RUN, EXIT_FINDINGS, EXIT_OK, CdcMonitorError, EnvironmentProblem, UsageError
+from cdc_monitor.errors import EXIT_CANNOT_RUN, CdcMonitorError, UsageError
 from cdc_monitor.vocabulary import FAIL_ON
 
 
@@ -40,14 +39,6 @@ class _Group(click.Group):
 
 
 ALLOW_EMPTY_HELP = "Accept an input with no records (default: exit 2, so a CI gate never passes on no data)."
-
-
-def require_records(result: Any, allow_empty: bool, paths: tuple[str, ...]) -> None:
-    """Files that held only blank lines, or a time window that matched nothing: exit 2."""
-    from cdc_monitor.sources.inputs import no_records
-
-    if not allow_empty and result.summary["records"] == 0 and result.summary["unreadable_lines"] == 0:
-        raise no_records(", ".join(paths) if paths else "the Kafka window")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -80,35 +71,22 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
          spark_master: str | None, allow_empty: bool, quiet: bool, **kafka: Any) -> None:
     """Scan one bounded window of CDC records (kcat -J captures, or Kafka topics) and report."""
     from cdc_monitor.cli.output import Output, prepare_textfile
-    from cdc_monitor.sources.inputs import prepare_input
+    from cdc_monitor.verbs import scan as verb
 
     out = Output(output_mode, report_file, quiet)
     prepare_textfile(textfile)
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, fail_on=fail_on,
                       max_findings=max_findings, spark_master=spark_master)
     cfg = apply_format_flags(kafka, cfg)
-    started = time.time()
-    source_input = prepare_input(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf),  # before Spark
-                                 allow_empty=allow_empty)
-    out.log("cdc-monitor: starting Spark ...")
-    from cdc_monitor.pipeline import run_scan
-    from cdc_monitor.runtime.session import get_spark
-
-    spark = get_spark(cfg.spark_master, cfg.spark_conf, small_input=source_input.small)
-    what = f"{len(source_input.ranges)} Kafka partition(s)" if source_input.ranges is not None else f"{len(paths)} path(s)"
-    out.log(f"cdc-monitor: scanning {what} ...")
-    result = run_scan(source_input.read(spark), cfg, progress=lambda line: out.log(f"cdc-monitor: {line}"))
-    require_records(result, allow_empty, paths)
-    out.report(result)
-    failing = result.worst_count(cfg.fail_on)
+    settings = verb.Settings(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf), cfg, allow_empty)
+    outcome = verb.run(settings, out.log)
+    out.report(outcome.result)
     from cdc_monitor.sinks.prometheus import MetricsSnapshot
 
-    out.metrics(MetricsSnapshot.from_result(result, job), textfile, push_gateway,
-                f"{failing} finding(s) at or above --fail-on {cfg.fail_on}")
-    out.log(f"cdc-monitor: scanned in {result.duration_seconds:.1f}s ({time.time() - started:.1f}s with Spark's "
-            f"start-up); {failing} finding(s) at or above --fail-on {cfg.fail_on}")
-    sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
-
+    out.metrics(MetricsSnapshot.from_outcome(outcome, job), textfile, push_gateway, outcome.verdict)
+    out.log(f"cdc-monitor: scanned in {outcome.result.duration_seconds:.1f}s ({outcome.seconds:.1f}s with Spark's "
+            f"start-up); {outcome.verdict}")
+    sys.exit(outcome.exit_code)
 
 @cli.command(epilog=epilog("gate"))
 @click.argument("paths", nargs=-1, type=click.Path())
@@ -132,47 +110,27 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
     """CI data-quality gate: scan, then run Great Expectations suites over the results. Exit 0 pass, 1 fail."""
     from cdc_monitor.cli.output import Output, prepare_output_path
     from cdc_monitor.gate.suites import load_suites
-    from cdc_monitor.sources.inputs import prepare_input
+    from cdc_monitor.verbs import gate as verb
+    from cdc_monitor.verbs import scan
 
     out = Output(output_mode, report_file, quiet)
     prepare_output_path(junit, "--junit")
-    suites = load_suites(suite_files)
+    suites = tuple(load_suites(suite_files))
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
     cfg = apply_format_flags(kafka, cfg)
-    started = time.time()
-    source_input = prepare_input(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf),
-                                 allow_empty=allow_empty)
-    out.log("cdc-monitor: loading Great Expectations ...")
-    from cdc_monitor.gate.evaluate import run_gate
-    from cdc_monitor.gate.gx_runner import GateRunner
-
-    runner = GateRunner(data_docs)
-    runner.prepare(suites)  # unknown expectations: exit 2 before the scan
-    out.log("cdc-monitor: starting Spark ...")
-    from cdc_monitor.pipeline import run_scan
-    from cdc_monitor.runtime.session import get_spark
-
-    spark = get_spark(cfg.spark_master, cfg.spark_conf, small_input=source_input.small)
-    scanned = run_scan(source_input.read(spark), cfg, progress=lambda line: out.log(f"cdc-monitor: {line}"),
-                       keep_events=True)
-    try:
-        require_records(scanned, allow_empty, paths)
-        result = run_gate(scanned, suites, runner, progress=lambda line: out.log(f"cdc-monitor: {line}"))
-    finally:
-        scanned.release()
-    result.timings = {"scan": scanned.duration_seconds, **result.timings}
+    scanning = scan.Settings(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf), cfg, allow_empty)
+    outcome = verb.run(verb.Settings(scanning, suites, data_docs), out.log)
     if junit:
         from cdc_monitor.gate.junit import write_junit
 
-        write_junit(result.outcomes, junit)
+        write_junit(outcome.result.outcomes, junit)
         out.log(f"cdc-monitor: JUnit written to {junit}")
     if data_docs:
         out.log(f"cdc-monitor: Data Docs in {data_docs}/index.html")
-    out.gate_report(result)
-    out.log(f"cdc-monitor: gate {'failed' if result.failed else 'passed'} in {time.time() - started:.1f}s: "
-            f"{len(result.failed)} of {len(result.outcomes)} expectation(s) failed")
-    sys.exit(EXIT_FINDINGS if result.failed else EXIT_OK)
-
+    out.gate_report(outcome.result)
+    out.log(f"cdc-monitor: gate {'failed' if outcome.result.failed else 'passed'} in {outcome.seconds:.1f}s: "
+            f"{outcome.verdict}")
+    sys.exit(outcome.exit_code)
 
 @cli.command(epilog=epilog("generate"))
 @click.option("--flavour", type=click.Choice(["mysql", "dtle", "postgresql", "sqlserver", "oracle", "yugabyte", "mongodb"]),
@@ -281,13 +239,10 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
     from cdc_monitor.config import parse_duration_ms
     from cdc_monitor.sinks.web_config import load_web_config
     from cdc_monitor.sources.inputs import KafkaFlags
-    from cdc_monitor.sources.kafka.client import BrokerInspector
-    from cdc_monitor.sources.kafka.options import KafkaOptions
-    from cdc_monitor.sources.kafka.planner import select_topics
-    from cdc_monitor.watch.batch import WatchSettings
+    from cdc_monitor.verbs import watch as verb
     from cdc_monitor.watch.state import StateStore
 
-    StateStore.check(Path(checkpoint), kafka_reader)  # another format or reader: exit 2 before Spark starts
+    StateStore.check(Path(checkpoint), kafka_reader)  # another format or reader: exit 2 before anything else
     web = load_web_config(web_config) if web_config else None  # so is a web config that cannot serve
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
     cfg = apply_format_flags({"schema_registry_url": schema_registry_url, "avro_json": None}, cfg)
@@ -299,31 +254,12 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
         raise UsageError("--interval must be at least 100ms")
     flags = KafkaFlags(bootstrap_servers=bootstrap_servers, topics=topics, transaction_topic=transaction_topic,
                        options=kafka_option, client_conf=cfg.kafka_conf)
-    options = flags.source_options()
-    options["startingOffsets"] = starting_offsets
-    if max_offsets_per_trigger:
-        options["maxOffsetsPerTrigger"] = str(max_offsets_per_trigger)
-    opts = KafkaOptions.from_options(options)
-    with BrokerInspector(opts) as insp:  # unreachable broker or no topic: exit 2 before Spark starts
-        existing = insp.topics()
-        chosen = select_topics(opts, existing)
-    settings = WatchSettings(scan=cfg, key_ttl_ms=parse_duration_ms(key_ttl, "--key-ttl"),
-                             grace_ms=parse_duration_ms(grace, "--grace"),
-                             transaction_servers=cfg.roles.transaction_servers(chosen),
-                             topic_partitions=tuple((t, existing[t]) for t in chosen))
-    click.echo(f"cdc-monitor watch: {len(chosen)} topic(s): {', '.join(chosen[:8])}{' ...' if len(chosen) > 8 else ''}",
-               err=True)
-    from cdc_monitor.runtime.jvm import operator_jar_problem
-    from cdc_monitor.runtime.session import get_spark
-    from cdc_monitor.watch.runner import Watcher, WatchOptions
-
-    if problem := operator_jar_problem():  # before Spark starts
-        raise EnvironmentProblem(problem)
-    spark = get_spark(cfg.spark_master, cfg.spark_conf, micro_batches=True)
-    watcher = Watcher(spark, WatchOptions(options, Path(checkpoint).resolve(), interval_ms / 1000, host or "0.0.0.0",
-                                          int(port), job, settings, web_config=web, reader=kafka_reader))
-    sys.exit(watcher.run())
-
+    settings = verb.Settings(
+        flags, cfg, Path(checkpoint), interval_ms, host or "0.0.0.0", int(port), job,
+        grace_ms=parse_duration_ms(grace, "--grace"), key_ttl_ms=parse_duration_ms(key_ttl, "--key-ttl"),
+        starting_offsets=starting_offsets, max_offsets_per_trigger=max_offsets_per_trigger, reader=kafka_reader,
+        web_config=web)
+    sys.exit(verb.run(settings, lambda line: click.echo(line, err=True)).exit_code)
 
 @cli.group()
 def dashboards() -> None:
@@ -365,15 +301,12 @@ def dashboards_push(grafana_url: str, token_env: str, folder: str, folder_path: 
 def warm_up() -> None:
     """Write the JVM class archive that makes every later run start seconds faster (runs once by
     itself otherwise; for images and CI set-up). CDC_MONITOR_JVM_CACHE=off disables the archive."""
-    from cdc_monitor.runtime.jvm import warm_up as write_archive
+    from cdc_monitor.verbs import warm_up as verb
 
-    archive, seconds, removed = write_archive()
-    if archive is None:
-        raise UsageError("no JVM class archive was written: another run is writing it, or the cache folder "
-                         "(CDC_MONITOR_CACHE_DIR, default ~/.cache/cdc-monitor) is not writable")
-    tidied = f"; removed {len(removed)} older cache file(s)" if removed else ""
-    click.echo(f"cdc-monitor: wrote {archive} ({archive.stat().st_size / 1e6:.0f} MB) in {seconds:.1f}s{tidied}", err=True)
-
+    outcome = verb.run()
+    tidied = f"; removed {len(outcome.removed)} older cache file(s)" if outcome.removed else ""
+    click.echo(f"cdc-monitor: wrote {outcome.archive} ({outcome.archive.stat().st_size / 1e6:.0f} MB) in "
+               f"{outcome.seconds:.1f}s{tidied}", err=True)
 
 from cdc_monitor.cli.reconcile import reconcile  # noqa: E402  (a verb of its own module)
 

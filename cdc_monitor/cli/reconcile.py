@@ -73,7 +73,7 @@ def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc
                             progress=lambda line: out.log(f"cdc-monitor: {line}"), settle=again)
     out.reconcile_report(outcome)
     verdict = f"{outcome.mismatches} mismatching row(s)"
-    out.metrics(prometheus.MetricsSnapshot.from_reconcile(outcome, job), textfile, push_gateway, verdict)
+    out.metrics(prometheus.MetricsSnapshot.from_outcome(outcome, job), textfile, push_gateway, verdict)
     out.log(f"cdc-monitor: reconciled {len(outcome.tables)} table(s) in {outcome.duration_seconds:.1f}s "
             f"({time.time() - started:.1f}s with Spark's start-up); {verdict}")
     sys.exit(EXIT_FINDINGS if outcome.mismatches else EXIT_OK)

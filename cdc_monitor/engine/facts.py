@@ -1,91 +1,20 @@
 """What a window holds, from one aggregate: the census behind the summary, events per table and
 schema versions, the partitions read (what a window can prove), and the per-server facts the
-transaction and ordering checks need. Checks receive these as literals: no extra job, join or
-broadcast per fact (each was a Spark job or a shuffle before).
-
-Each per-server or per-partition fact reaches a plan as one JSON text literal parsed into a map
-(``fact_lookup``; Spark folds the parse into a map literal before the plan runs): one literal
-however many entries, where a ``create_map`` of literals is a column expression per entry."""
+transaction and ordering checks need (``WindowFacts``, checks/context.py). Checks receive these as
+literals: no extra job, join or broadcast per fact (each was a Spark job or a shuffle before)."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column
 from pyspark.sql import functions as F
+
+from cdc_monitor.checks.context import WindowFacts
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row
 
 GRAIN = ["topic", "partition", "kind", "bad", "server", "table", "op", "enveloped"]
-
-
-@dataclass
-class WindowFacts:
-    rows: list[Row]  # the census: one row per GRAIN
-    partitions: list[dict[str, Any]]  # per (topic, partition), in that order
-    data_start: dict[str, int] = field(default_factory=dict)  # server -> when every later-started data partition has records
-    txn_span: dict[str, tuple[int, int]] = field(default_factory=dict)  # server -> record times its transaction topic covers
-    read: dict[str, list[str]] = field(default_factory=dict)  # server -> data collections with decoded change events
-
-    @property
-    def window(self) -> dict[str, Any]:
-        starts = [p["min_ts_ms"] for p in self.partitions if p["min_ts_ms"] is not None]
-        ends = [p["max_ts_ms"] for p in self.partitions if p["max_ts_ms"] is not None]
-        return {"start_ms": min(starts, default=None), "end_ms": max(ends, default=None),
-                "partitions": [{k: p[k] for k in ("topic", "partition", "first_offset", "last_offset", "records",
-                                                  "from_start")} for p in self.partitions]}
-
-    # What the window holds decides which checks can find anything: a check whose input is empty
-    # is not planned (its findings would be none; fewer plans, stages and a job less per window).
-    @property
-    def has_transactions(self) -> bool:
-        """A record of a transaction topic, or a data event naming a transaction."""
-        return any(r["kind"] == "transaction" or r["in_txn"] for r in self.rows)
-
-    @property
-    def has_embedded_schemas(self) -> bool:
-        """A key or value with a schema (JSON with schemas.enable, or Avro)."""
-        return any(r["value_hashes"] or r["key_hashes"] for r in self.rows)
-
-    @property
-    def has_schema_changes(self) -> bool:
-        """A record of a schema-change topic beside values with schemas (without both, no
-        ``schema_change_without_ddl`` can be judged)."""
-        return any(r["kind"] == "schema_change" for r in self.rows) and any(r["value_hashes"] for r in self.rows)
-
-    @property
-    def has_snapshot_events(self) -> bool:
-        return any(r["snapshot_events"] for r in self.rows)
-
-    def maps(self) -> dict[str, tuple[dict[str, Any], str]]:
-        """Every fact a check looks up per record: name -> (mapping, type of its values)."""
-        return {
-            "from_start": ({f"{p['topic']}|{p['partition']}": p["from_start"] for p in self.partitions}, "boolean"),
-            "data_start": (self.data_start, "bigint"),
-            "read": (self.read, "array<string>"),
-            "txn_lo": ({k: v[0] for k, v in self.txn_span.items()}, "bigint"),
-            "txn_hi": ({k: v[1] for k, v in self.txn_span.items()}, "bigint"),
-        }
-
-    def lookup(self, name: str, key: Column, default: Column | None = None) -> Column:
-        """Per record: fact ``name`` for ``key`` (null, or ``default``, when absent)."""
-        mapping, typ = self.maps()[name]
-        return fact_lookup(mapping, key, typ, default)
-
-    def from_start(self) -> Column:
-        """Per record: was its partition read from offset 0 without gaps (false when unknown)."""
-        return self.lookup("from_start", F.concat_ws("|", F.col("topic"), F.col("partition").cast("string")), F.lit(False))
-
-
-def fact_lookup(mapping: dict[str, Any], key: Column, typ: str, default: Column | None = None) -> Column:
-    """``mapping[key]``, ``mapping`` given to the plan as JSON text parsed into a map of values of
-    type ``typ``; null, or ``default``, when absent."""
-    text = json.dumps({str(k): v for k, v in mapping.items()}, separators=(",", ":"))
-    value = F.element_at(F.from_json(F.lit(text), f"map<string,{typ}>"), key)
-    return F.coalesce(value, default) if default is not None else value
 
 
 def census_frame(events: DataFrame) -> DataFrame:

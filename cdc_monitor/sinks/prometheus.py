@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult
     from cdc_monitor.reconcile.outcome import ReconcileOutcome, TableReconcile
     from cdc_monitor.sinks.web_config import WebConfig
+    from cdc_monitor.verbs.scan import Outcome as ScanOutcome
+    from cdc_monitor.watch.runner import WatchProgress
 
 QUANTILES = (("0.5", "p50_ms"), ("0.95", "p95_ms"), ("0.99", "p99_ms"), ("1", "max_ms"))
 KNOWN_OPS = frozenset(OPS)  # other op values are grouped: labels stay bounded
@@ -37,7 +39,7 @@ KNOWN_OPS = frozenset(OPS)  # other op values are grouped: labels stay bounded
 TX_STATUSES = tuple(s.value for s in TxStatus)  # watch adds overdue to a window's statuses
 @dataclass
 class MetricsSnapshot:
-    """The numbers one window produced, in label-ready form (built from a ScanResult or by watch)."""
+    """The numbers a run produced, in label-ready form (``from_outcome``)."""
 
     job: str
     lag: list[dict[str, Any]] = field(default_factory=list)  # server, table, count, sum_ms, p*_ms, last_source_ts_ms
@@ -57,18 +59,38 @@ class MetricsSnapshot:
     reconcile: list[TableReconcile] | None = None  # reconcile: per table, its rows by state and checksums
 
     @classmethod
-    def from_result(cls, result: ScanResult, job: str) -> MetricsSnapshot:
-        return cls(
-            job=job, lag=result.lag, events=result.events_by_table,
-            transactions=dict(result.transactions.get("by_server", {})), findings=result.finding_counts,
-            records=int(result.summary.get("records", 0)), invalid_records=int(result.summary.get("invalid_records", 0)),
-            finished_at=result.finished_at, duration_seconds=result.duration_seconds, heartbeats=result.heartbeats,
-        )
+    def from_outcome(cls, outcome: ScanResult | ScanOutcome | WatchProgress | ReconcileOutcome, job: str) -> MetricsSnapshot:
+        """The one way a run's outcome becomes metrics, whichever transport takes them (the
+        exporter ``watch`` serves, a Pushgateway push, a node_exporter textfile): a scanned
+        window (or the ``scan`` verb's outcome), ``watch``'s progress so far, a reconciliation."""
+        from cdc_monitor.pipeline import ScanResult
+        from cdc_monitor.reconcile.outcome import ReconcileOutcome
+        from cdc_monitor.verbs.scan import Outcome as ScanOutcome
+        from cdc_monitor.watch.runner import WatchProgress
 
-    @classmethod
-    def from_reconcile(cls, outcome: ReconcileOutcome, job: str) -> MetricsSnapshot:
-        return cls(job=job, records=outcome.records, finished_at=outcome.finished_at,
-                   duration_seconds=outcome.duration_seconds, reconcile=outcome.tables)
+        if isinstance(outcome, ScanOutcome):
+            outcome = outcome.result
+        if isinstance(outcome, ScanResult):
+            r = outcome
+            return cls(
+                job=job, lag=r.lag, events=r.events_by_table,
+                transactions=dict(r.transactions.get("by_server", {})), findings=r.finding_counts,
+                records=int(r.summary.get("records", 0)), invalid_records=int(r.summary.get("invalid_records", 0)),
+                finished_at=r.finished_at, duration_seconds=r.duration_seconds, heartbeats=r.heartbeats,
+            )
+        if isinstance(outcome, WatchProgress):
+            w, last = outcome, outcome.last
+            return cls(
+                job=job, lag=last.lag if last else [], events=last.events if last else [],
+                transactions=w.transactions, findings=last.findings if last else [],
+                records=last.records if last else 0, invalid_records=last.invalid_records if last else 0,
+                finished_at=w.finished_at, duration_seconds=last.seconds if last else None,
+                window_failures=w.failures, up=w.up, totals=w.totals, heartbeats=w.heartbeats, state=w.state,
+            )
+        if isinstance(outcome, ReconcileOutcome):
+            return cls(job=job, records=outcome.records, finished_at=outcome.finished_at,
+                       duration_seconds=outcome.duration_seconds, reconcile=outcome.tables)
+        raise TypeError(f"no metrics for a {type(outcome).__name__}")
 
     def servers(self) -> set[str]:
         found = {str(r.get("server") or "") for rows in (self.lag, self.events, self.findings, self.heartbeats) for r in rows}

@@ -25,23 +25,19 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.catalogue import CATALOGUE
-from cdc_monitor.checks.findings import FINDING_COLUMNS
+from cdc_monitor.checks.context import CheckContext
 from cdc_monitor.checks.lag import lag_row_ms
-from cdc_monitor.checks.schema import ShapeVerdicts, judge_shapes
+from cdc_monitor.checks.schema import judge_shapes
 from cdc_monitor.checks.source_gaps import GapRow, gap_findings
-from cdc_monitor.checks.suite import run_checks
-from cdc_monitor.checks.transactions import ORPHAN_EVENT
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import decode_records, without_texts
 from cdc_monitor.decoding.avro_wire import avro_as_json
-from cdc_monitor.decoding.events import txn_key
 from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import heartbeats
-from cdc_monitor.engine.collect import read_tagged, tag_all
-from cdc_monitor.engine.facts import WindowFacts, census_frame, facts_from_rows
-from cdc_monitor.engine.union import narrow_union, union_all
+from cdc_monitor.engine.facts import census_frame, facts_from_rows
+from cdc_monitor.engine.window import NewRecords, WindowFrames, evaluate
 from cdc_monitor.sources.kafka.gaps import Gap
-from cdc_monitor.vocabulary import FINAL_TX_STATUSES, TxStatus
+from cdc_monitor.vocabulary import TxStatus
 from cdc_monitor.watch.carry import (
     CANDIDATE,
     CONTEXT_ROLES,
@@ -240,9 +236,12 @@ def _check(out: DataFrame, events: DataFrame, decoded: DataFrame | None, state: 
     shapes = None
     if facts.has_embedded_schemas:  # a job: the batch's distinct shapes, judged (their verdicts are facts)
         shapes = judge_shapes((decoded if decoded is not None else events).where("is_new"))
-    tagged, columns = _plan(out, events, decoded, facts, shapes, settings, cache)
-    clock("plan checks")
-    got = read_tagged(tagged.collect(), columns, 0)
+    # the transactions the carry operator still holds (END seen, events on their way) are judged later
+    scope = NewRecords(pending=out.where(F.col("role") == PENDING).select(
+                           "topic", "partition", F.col("offset").alias("end_offset")),
+                       known_final=out.where(F.col("role") == FINAL_ROLE).select(*COORD))
+    got = evaluate(WindowFrames(events, decoded), CheckContext(facts, cfg, cache, shapes), scope,
+                   planned=lambda: clock("plan checks"))
     clock("checks")
     grouped = got.counts
     open_txns: list[tuple[str, str]] = []
@@ -268,45 +267,6 @@ def _check(out: DataFrame, events: DataFrame, decoded: DataFrame | None, state: 
     assert all(r["rule"] in CATALOGUE for r in grouped)
     outcome = BatchOutcome(batch_id, int(counts["n"] or 0), int(counts["bad"] or 0), lag, by_op, finalized, grouped)
     return outcome, open_txns, {_key(r["server"]) for r in facts.rows if r["kind"] == "transaction"}
-
-
-def _plan(out: DataFrame, events: DataFrame, decoded: DataFrame | None, facts: WindowFacts, shapes: ShapeVerdicts | None,
-          settings: WatchSettings, cache: FrameCache) -> tuple[DataFrame, dict[str, list[str]]]:
-    """The batch's checks as one frame to collect (``tag_all``): findings by scope as watch counts
-    them, transaction verdicts, the lag table, events by op and record counts."""
-    fresh = events.where("is_new")
-    # the scan's runner, its findings filtered by scope (see the module)
-    checked = run_checks(events, facts, settings.scan, cache, decoded.where("is_new") if decoded is not None else None,
-                         fresh=fresh, lag_scope=events.where(F.col("is_new") | F.col("tail")), shapes=shapes)
-    flags = events.select(*COORD, "is_new", "candidate")
-    located_rows = [f.select(*FINDING_COLUMNS, F.lit(False).alias("orphan"))
-                    for f in [*checked.by_scope["key"], *checked.by_scope["table"]]]
-    verdicts: list[DataFrame] = []
-    parts: dict[str, DataFrame] = {}
-    if checked.transactions is not None:  # (None: the batch and its context hold no transaction)
-        # transactions the carry operator still holds (END seen, events on their way) are judged later
-        pending = cache.single(out.where(F.col("role") == PENDING).select(
-            "topic", "partition", F.col("offset").alias("end_offset")))
-        known_final = cache.single(out.where(F.col("role") == FINAL_ROLE).select(*COORD))
-        judged = checked.transactions.join(pending, ["topic", "partition", "end_offset"], "left_anti")
-        final_ids = judged.where(F.col("status").isin(*FINAL_TX_STATUSES)).select("server", "txn_key")
-        txn = union_all(checked.by_scope["transaction"], FINDING_COLUMNS).withColumn("txn_key", txn_key(F.col("txn_id")))
-        verdicts.append(txn.where(F.col("rule") != ORPHAN_EVENT.name).join(final_ids, ["server", "txn_key"], "left_semi"))
-        orphans = txn.where(F.col("rule") == ORPHAN_EVENT.name).join(known_final, COORD, "left_anti")
-        located_rows.append(orphans.select(*FINDING_COLUMNS, F.lit(True).alias("orphan")))
-        parts["transactions"] = (judged.where(F.col("status").isin(TxStatus.OPEN.value, *FINAL_TX_STATUSES))
-                                           .select("server", "txn_key", "status"))
-    # one join with the records' flags serves both filters, over the union of what they filter:
-    # per-key and per-table findings where they land on a new record, orphan events new or carried
-    # as candidates
-    located = union_all(located_rows).join(flags, COORD).where(F.col("is_new") | (F.col("orphan") & F.col("candidate")))
-    findings = narrow_union(union_all([*checked.by_scope["record"], located, *verdicts], FINDING_COLUMNS), cache.one_partition)
-    return tag_all(findings, 0, {
-        **parts,
-        "lag": checked.lag,
-        "by_op": fresh.where("data_event").groupBy("server", "table", "op").count(),
-        "counts": fresh.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("decode_error").isNotNull().cast("int")).alias("bad")),
-    })
 
 
 def _widen_txn_span(batch: dict[Any, tuple[int, int]], seen: dict[str, list[int]]) -> None:

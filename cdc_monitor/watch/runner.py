@@ -33,6 +33,20 @@ TOTAL_LABELS = {"events": ("server", "table", "op"), "transactions": ("server", 
 
 
 @dataclass
+class WatchProgress:
+    """``watch``'s outcome so far, as its exporter serves it (``MetricsSnapshot.from_outcome``)."""
+
+    last: BatchOutcome | None  # the last batch applied (None: none yet, or idle since)
+    transactions: dict[str, dict[str, int]]  # server -> status -> n (the last batch's final ones, open, overdue)
+    totals: dict[str, list[dict[str, Any]]]  # running counters: records, events, transactions, findings
+    finished_at: float | None
+    failures: int  # failed windows
+    up: bool  # False from a failed window until a batch completes again
+    heartbeats: list[dict[str, Any]]  # per server, the newest heartbeat seen
+    state: dict[str, float]  # the state store's rows and bytes, the driver's memory
+
+
+@dataclass
 class WatchOptions:
     source_options: dict[str, str]
     checkpoint: Path
@@ -43,7 +57,7 @@ class WatchOptions:
     settings: WatchSettings
     max_failures: int = 0  # 0: retry forever
     web_config: WebConfig | None = None  # TLS and basic auth for /metrics (sinks/web_config.py)
-    reader: str = "python"  # watch/source.py: the bundled data source, or Spark's Kafka connector
+    reader: str = "python"  # watch/stream.py: the bundled data source, or Spark's Kafka connector
 
 
 def driver_rss() -> float:
@@ -90,6 +104,10 @@ class Watcher:
                  if self.state.batch_id >= 0 else f"cdc-monitor watch: serving {url}; new checkpoint {opts.checkpoint}")
 
     def snapshot(self) -> MetricsSnapshot:
+        return MetricsSnapshot.from_outcome(self.progress(), self.opts.job)
+
+    def progress(self) -> WatchProgress:
+        """What the watch has seen so far (the last batch, unless idle since) and its health."""
         last = None if self.idle else self.last
         transactions: dict[str, dict[str, int]] = {}
         if last is not None:
@@ -105,13 +123,10 @@ class Watcher:
         totals = totals_rows(self.state)
         state = dict(self.store_size, driver_rss_bytes=driver_rss())
         totals["records"] = [{"job": self.opts.job, "count": self.state.totals.get("records", {}).get("", 0)}]
-        return MetricsSnapshot(
-            job=self.opts.job, lag=last.lag if last else [], events=last.events if last else [],
-            transactions=transactions, findings=last.findings if last else [],
-            records=last.records if last else 0, invalid_records=last.invalid_records if last else 0,
-            finished_at=self.last_finished, duration_seconds=last.seconds if last else None,
-            window_failures=self.failures, up=self.up, totals=totals,
-            heartbeats=[{"server": s, "last_ts_ms": ts} for s, ts in sorted(self.state.heartbeats.items())], state=state)
+        return WatchProgress(
+            last=last, transactions=transactions, totals=totals, finished_at=self.last_finished, failures=self.failures,
+            up=self.up, heartbeats=[{"server": s, "last_ts_ms": ts} for s, ts in sorted(self.state.heartbeats.items())],
+            state=state)
 
     def on_batch(self, frame: DataFrame, batch_id: int) -> None:
         outcome, state = process_batch(self.spark, frame, batch_id, self.state, self.store, self.opts.settings)
@@ -142,7 +157,7 @@ class Watcher:
 
     def _start_query(self):
         from cdc_monitor.watch.carry import STREAM_CONF, carry_stream
-        from cdc_monitor.watch.source import open_stream
+        from cdc_monitor.watch.stream import open_stream
 
         for name, value in STREAM_CONF.items():
             self.spark.conf.set(name, value)

@@ -77,13 +77,13 @@ def test_schema_names_are_judged_as_debezium_adjusts_them():
     env = json.dumps(connect_to_avro(envelope_schema(FLAVOURS["mysql"], PRODUCTS)))
     topic = "mysql_server_1.inventory.products"
     assert judge_schema(topic, "key", key) == [] and judge_schema(topic, "value", env) == []
-    assert judge_schema("other.inventory.products", "value", env) == [(
+    assert [(r.name, m) for r, m in judge_schema("other.inventory.products", "value", env)] == [(
         "avro_schema_name", "value schema is named mysql_server_1.inventory.products.Envelope, Debezium names it "
         "other.inventory.products.Envelope")]
     marker = json.dumps(connect_to_avro(MARKER_VALUE_SCHEMA))
     assert judge_schema("mysql_server_1.transaction", "value", marker) == []  # Debezium's own schemas
     flat = json.dumps({"type": "record", "name": "Envelope", "namespace": topic, "fields": [{"name": "id", "type": "int"}]})
-    assert [r for r, _ in judge_schema(topic, "value", flat)] == ["avro_envelope_fields"]
+    assert [r.name for r, _ in judge_schema(topic, "value", flat)] == ["avro_envelope_fields"]
 
 
 def test_wire_faults_damage_the_body_or_the_id():

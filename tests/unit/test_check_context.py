@@ -1,0 +1,49 @@
+"""A check runs on a tiny hand-made frame with a ``CheckContext`` and nothing else: no engine, no
+session argument, no facts computed (the default context knows none and leaves frames as they are)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC
+
+from cdc_monitor.checks.context import CheckContext, WindowFacts
+from cdc_monitor.checks.ordering import POSITION_REGRESSION, ordering_findings
+from cdc_monitor.checks.transactions import MISSING_BEGIN, transaction_check
+from cdc_monitor.decoding import decode_records
+from cdc_monitor.sources.base import KAFKA_SCHEMA
+
+TOPIC = "shop.inventory.orders"
+
+
+def _change(offset: int, op: str, pos: int) -> tuple:
+    value = {"before": None, "after": {"id": 1, "qty": offset}, "op": op, "ts_ms": 1_700_000_001_000 + offset,
+             "source": {"version": "2.7.0.Final", "connector": "mysql", "name": "shop", "ts_ms": 1_700_000_000_000 + offset,
+                        "snapshot": "false", "db": "inventory", "table": "orders", "server_id": 1,
+                        "file": "binlog.000003", "pos": pos, "row": 0}}
+    return (json.dumps({"id": 1}).encode(), json.dumps(value).encode(), TOPIC, 0, offset, None, 0, [])
+
+
+def _events(spark, rows):
+    from datetime import datetime
+
+    stamped = [(*r[:5], datetime.fromtimestamp(1_700_000_002 + r[4], UTC), *r[6:]) for r in rows]
+    return decode_records(spark.createDataFrame(stamped, KAFKA_SCHEMA))
+
+
+def test_ordering_on_three_hand_made_records(spark):
+    events = _events(spark, [_change(0, "c", 100), _change(1, "u", 300), _change(2, "u", 200)])
+    found = [r.asDict() for f in ordering_findings(events, CheckContext()) for r in f.collect()]
+    assert [(f["rule"], f["offset"]) for f in found] == [(POSITION_REGRESSION.name, 2)]
+
+
+def test_transactions_read_their_facts_from_the_context(spark):
+    end = {"status": "END", "id": "tx-9", "ts_ms": 1_700_000_000_500, "event_count": 0, "data_collections": []}
+    marker = (json.dumps({"id": "tx-9"}).encode(), json.dumps(end).encode(), "shop.transaction", 0, 7, None, 0, [])
+    events = _events(spark, [marker])
+    # nothing known of its partition: its BEGIN may be before the window (unverifiable, no finding)
+    unknown = transaction_check(events, CheckContext()).findings
+    assert [r["rule"] for f in unknown for r in f.collect()] == []
+    # the same END, its partition known to have been read from its first record: its BEGIN is missing
+    read_whole = WindowFacts(rows=[], partitions=[{"topic": "shop.transaction", "partition": 0, "from_start": True}])
+    again = transaction_check(events, CheckContext(facts=read_whole)).findings
+    assert [r["rule"] for f in again for r in f.collect()] == [MISSING_BEGIN.name]
