@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
@@ -54,6 +54,8 @@ RUN_FIELDS = ("generated_at", "inputs", "timings_seconds")
 @dataclass
 class ScanResult:
     """A snapshot of one window: what reports, metrics and the gate read."""
+
+    metrics_kind: ClassVar[str] = "window"  # (MetricsSnapshot.from_outcome)
 
     window: dict[str, Any]
     summary: dict[str, Any]

@@ -68,6 +68,30 @@ class Rule:
 
     def __post_init__(self) -> None:
         assert self.check in CHECKS and self.severity in SEVERITIES and self.scope in SCOPES, self
+        object.__setattr__(self, "severity", Severity(self.severity).value)  # plain text wherever it goes
+
+class KafkaReader(StrEnum):
+    """What reads Kafka: the bundled Python data source, Spark's own connector (spark-sql-kafka),
+    or, for a scan, the connector when it is on the classpath."""
+
+    PYTHON = "python"
+    SPARK = "spark"
+    AUTO = "auto"  # (scan only)
+
+
+KAFKA_READERS = tuple(r.value for r in KafkaReader)
+STREAM_READERS = (KafkaReader.PYTHON.value, KafkaReader.SPARK.value)  # watch's: a checkpoint keeps one
+
+
+class DecodeError(StrEnum):
+    """What the decoder could not read in a record (its ``decode_error``): the decoder says what
+    failed, the decode rules (checks/decode.py, checks/registry_schemas.py) say which rule that breaks."""
+
+    JSON = "json"  # the value or key is not exactly one JSON document
+    ENVELOPE = "envelope"  # valid JSON, but not a Kafka Connect / Debezium object
+    AVRO = "avro"  # Avro in the wire format that does not decode
+    SCHEMA_ID = "schema_id"  # a schema id the registry does not know
+
 
 # Debezium op values: create, update, delete, read (snapshot), truncate, message.
 OPS = ("c", "u", "d", "r", "t", "m")

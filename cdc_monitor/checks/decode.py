@@ -8,16 +8,18 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import RecordRule, finding, finding_row
 from cdc_monitor.decoding.events import SNIPPET
-from cdc_monitor.vocabulary import Rule
+from cdc_monitor.vocabulary import DecodeError, Rule, Severity
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-INVALID_JSON = Rule("invalid_json", "decode", "error", "record", "value or key is not exactly one valid JSON document")
-INVALID_ENVELOPE = Rule("invalid_envelope", "decode", "error", "record", "valid JSON, but not a Kafka Connect / Debezium object")
-INVALID_CAPTURE_LINE = Rule("invalid_capture_line", "decode", "error", "record", "a capture-file line that is not a kcat -J record")
-DUPLICATE_CAPTURE_RECORD = Rule("duplicate_capture_record", "decode", "warning", "table",
+INVALID_JSON = Rule("invalid_json", "decode", Severity.ERROR, "record", "value or key is not exactly one valid JSON document")
+INVALID_ENVELOPE = Rule("invalid_envelope", "decode", Severity.ERROR, "record",
+    "valid JSON, but not a Kafka Connect / Debezium object")
+INVALID_CAPTURE_LINE = Rule("invalid_capture_line", "decode", Severity.ERROR, "record",
+    "a capture-file line that is not a kcat -J record")
+DUPLICATE_CAPTURE_RECORD = Rule("duplicate_capture_record", "decode", Severity.WARNING, "table",
     "records read more than once (same topic, partition and offset: overlapping captures), counted once")
 RULES = (INVALID_JSON, INVALID_ENVELOPE, INVALID_CAPTURE_LINE, DUPLICATE_CAPTURE_RECORD)
 # problems of the capture files, not of the stream: the generator never injects them
@@ -26,12 +28,12 @@ CAPTURE_RULES = frozenset({INVALID_CAPTURE_LINE.name, DUPLICATE_CAPTURE_RECORD.n
 
 def decode_rules() -> list[RecordRule]:
     return [
-        RecordRule(rule, F.col("decode_error") == rule.name, F.concat(
+        RecordRule(rule, F.col("decode_error") == error.value, F.concat(
             F.col("decode_detail"), F.lit(" is not "),
             F.lit("valid JSON" if rule is INVALID_JSON else "a Connect/Debezium object"),
             F.lit(": "), F.col("decode_snippet"),
         ), located=False)
-        for rule in (INVALID_JSON, INVALID_ENVELOPE)
+        for rule, error in ((INVALID_JSON, DecodeError.JSON), (INVALID_ENVELOPE, DecodeError.ENVELOPE))
     ]
 
 

@@ -21,16 +21,16 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import RecordRule, finding, record_findings
 from cdc_monitor.decoding.events import TS_MAX_MS, TS_MIN_MS, valid_source_ts, valid_ts_us
-from cdc_monitor.vocabulary import Rule
+from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-LAG_SPIKE = Rule("lag_spike", "lag", "warning", "table", "lag above the table's threshold (one finding per run of events)")
-NEGATIVE_LAG = Rule("negative_lag", "lag", "warning", "record", "ts_ms before source.ts_ms (clock skew)")
-INVALID_SOURCE_TS = Rule("invalid_source_ts", "lag", "warning", "record",
+LAG_SPIKE = Rule("lag_spike", "lag", Severity.WARNING, "table", "lag above the table's threshold (one finding per run of events)")
+NEGATIVE_LAG = Rule("negative_lag", "lag", Severity.WARNING, "record", "ts_ms before source.ts_ms (clock skew)")
+INVALID_SOURCE_TS = Rule("invalid_source_ts", "lag", Severity.WARNING, "record",
     "source timestamp missing or outside 2000..2100 (change events; on snapshot reads, present and outside)")
-INVALID_EVENT_TS = Rule("invalid_event_ts", "lag", "warning", "record",
+INVALID_EVENT_TS = Rule("invalid_event_ts", "lag", Severity.WARNING, "record",
     "ts_ms present but not an integer ms time in 2000..2100 (e.g. nanoseconds): the event is left out of lag")
 RULES = (LAG_SPIKE, NEGATIVE_LAG, INVALID_SOURCE_TS, INVALID_EVENT_TS)
 

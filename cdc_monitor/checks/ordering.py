@@ -18,20 +18,22 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import finding
-from cdc_monitor.vocabulary import Rule
+from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from cdc_monitor.checks.context import CheckContext
 
-POSITION_REGRESSION = Rule("position_regression", "ordering", "error", "key", "source position went backwards for a key")
-DUPLICATE = Rule("duplicate", "ordering", "warning", "key",
+POSITION_REGRESSION = Rule("position_regression", "ordering", Severity.ERROR, "key", "source position went backwards for a key")
+DUPLICATE = Rule("duplicate", "ordering", Severity.WARNING, "key",
     "the same event again (redelivery/replay); a replayed snapshot read is this, not snapshot_restarted")
-MISSING_CREATE = Rule("missing_create", "ordering", "warning", "key", "update/delete of a key never created in a full partition")
-EVENT_AFTER_DELETE = Rule("event_after_delete", "ordering", "error", "key", "update/delete after the key was deleted")
-TOMBSTONE_WITHOUT_DELETE = Rule("tombstone_without_delete", "ordering", "warning", "key", "tombstone not preceded by a delete")
-KEY_IN_MULTIPLE_PARTITIONS = Rule("key_in_multiple_partitions", "ordering", "error", "key", "one key in several partitions of a topic")
+MISSING_CREATE = Rule("missing_create", "ordering", Severity.WARNING, "key",
+    "update/delete of a key never created in a full partition")
+EVENT_AFTER_DELETE = Rule("event_after_delete", "ordering", Severity.ERROR, "key", "update/delete after the key was deleted")
+TOMBSTONE_WITHOUT_DELETE = Rule("tombstone_without_delete", "ordering", Severity.WARNING, "key", "tombstone not preceded by a delete")
+KEY_IN_MULTIPLE_PARTITIONS = Rule("key_in_multiple_partitions", "ordering", Severity.ERROR, "key",
+    "one key in several partitions of a topic")
 RULES = (POSITION_REGRESSION, DUPLICATE, MISSING_CREATE, EVENT_AFTER_DELETE, TOMBSTONE_WITHOUT_DELETE, KEY_IN_MULTIPLE_PARTITIONS)
 
 

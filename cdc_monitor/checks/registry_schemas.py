@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import RecordRule, finding_row
-from cdc_monitor.vocabulary import Rule, TopicRoles
+from cdc_monitor.vocabulary import DecodeError, Rule, Severity, TopicRoles
 
 if TYPE_CHECKING:
     pass
 
-UNDECODABLE_AVRO = Rule("undecodable_avro", "decode", "error", "record",
+UNDECODABLE_AVRO = Rule("undecodable_avro", "decode", Severity.ERROR, "record",
     "a wire-format (Avro) key or value that does not decode with its registry schema")
-UNKNOWN_SCHEMA_ID = Rule("unknown_schema_id", "decode", "error", "record",
+UNKNOWN_SCHEMA_ID = Rule("unknown_schema_id", "decode", Severity.ERROR, "record",
     "a wire-format key or value naming a schema id the schema registry does not know")
-AVRO_SCHEMA_NAME = Rule("avro_schema_name", "schema", "warning", "table",
+AVRO_SCHEMA_NAME = Rule("avro_schema_name", "schema", Severity.WARNING, "table",
     "a topic's registry key/value schema is not named as Debezium names it (<topic>.Key, <topic>.Envelope)")
-AVRO_ENVELOPE_FIELDS = Rule("avro_envelope_fields", "schema", "error", "table",
+AVRO_ENVELOPE_FIELDS = Rule("avro_envelope_fields", "schema", Severity.ERROR, "table",
     "a topic's registry value schema lacks a field every Debezium envelope has (before, after, source, op)")
 RULES = (UNDECODABLE_AVRO, UNKNOWN_SCHEMA_ID, AVRO_SCHEMA_NAME, AVRO_ENVELOPE_FIELDS)
 ENVELOPE_FIELDS = ("before", "after", "source", "op")
@@ -31,9 +31,9 @@ OWN_SCHEMAS = "io.debezium."
 
 
 def avro_rules() -> list[RecordRule]:
-    return [RecordRule(rule, F.col("decode_error") == rule.name,
+    return [RecordRule(rule, F.col("decode_error") == error.value,
                        F.concat(F.col("decode_detail"), F.lit(": "), F.col("decode_snippet")), located=False)
-            for rule in (UNDECODABLE_AVRO, UNKNOWN_SCHEMA_ID)]
+            for rule, error in ((UNDECODABLE_AVRO, DecodeError.AVRO), (UNKNOWN_SCHEMA_ID, DecodeError.SCHEMA_ID))]
 
 
 def avro_name(topic: str) -> str:

@@ -31,29 +31,32 @@ from cdc_monitor.vocabulary import (
     MESSAGE_OP_FLAVOURS,
     UNKNOWN_FLAVOUR,
     Rule,
+    Severity,
 )
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-KEY_SCHEMA_NAME_MISMATCH = Rule("key_schema_name_mismatch", "schema", "error", "record", "key schema name does not match the topic")
-TYPE_MISMATCH = Rule("type_mismatch", "schema", "error", "record",
+KEY_SCHEMA_NAME_MISMATCH = Rule("key_schema_name_mismatch", "schema", Severity.ERROR, "record",
+    "key schema name does not match the topic")
+TYPE_MISMATCH = Rule("type_mismatch", "schema", Severity.ERROR, "record",
     "payload value does not match its schema type (or an integer is outside its width)")
-NON_OPTIONAL_NULL = Rule("non_optional_null", "schema", "error", "record", "non-optional field absent or null")
-INVALID_AVRO_NAME = Rule("invalid_avro_name", "schema", "warning", "record", "schema name is not a valid Avro full name")
-OP_MISSING = Rule("op_missing", "schema", "error", "record", "change event without op")
-INVALID_OP = Rule("invalid_op", "schema", "error", "record", "an op the record's connector never emits")
-BEFORE_AFTER_MISMATCH = Rule("before_after_mismatch", "schema", "error", "record",
+NON_OPTIONAL_NULL = Rule("non_optional_null", "schema", Severity.ERROR, "record", "non-optional field absent or null")
+INVALID_AVRO_NAME = Rule("invalid_avro_name", "schema", Severity.WARNING, "record", "schema name is not a valid Avro full name")
+OP_MISSING = Rule("op_missing", "schema", Severity.ERROR, "record", "change event without op")
+INVALID_OP = Rule("invalid_op", "schema", Severity.ERROR, "record", "an op the record's connector never emits")
+BEFORE_AFTER_MISMATCH = Rule("before_after_mismatch", "schema", Severity.ERROR, "record",
     "before/after presence contradicts op, per connector: a delete needs before, except Cassandra's (after with "
     "deletion_ts) and MongoDB's (no pre-image)")
-MISSING_SOURCE_FIELD = Rule("missing_source_field", "schema", "error", "record",
+MISSING_SOURCE_FIELD = Rule("missing_source_field", "schema", Severity.ERROR, "record",
     "a source field the connector always sends is missing")
-KEY_PAYLOAD_MISMATCH = Rule("key_payload_mismatch", "schema", "error", "record", "key payload differs from the row's key columns")
-NON_ENVELOPE_VALUES = Rule("non_envelope_values", "schema", "warning", "table",
+KEY_PAYLOAD_MISMATCH = Rule("key_payload_mismatch", "schema", Severity.ERROR, "record",
+    "key payload differs from the row's key columns")
+NON_ENVELOPE_VALUES = Rule("non_envelope_values", "schema", Severity.WARNING, "table",
     "a topic's values are not Debezium envelopes (flattened rows, wrappers): one finding per topic")
-UNKNOWN_CONNECTOR = Rule("unknown_connector", "schema", "info", "table",
+UNKNOWN_CONNECTOR = Rule("unknown_connector", "schema", Severity.INFO, "table",
     "source.connector names a connector without known rules: generic rules only")
-NON_DEBEZIUM_PRODUCER = Rule("non_debezium_producer", "schema", "info", "table",
+NON_DEBEZIUM_PRODUCER = Rule("non_debezium_producer", "schema", Severity.INFO, "table",
     "a topic's change events carry no source block (another producer writing Debezium's envelope): one note per "
     "topic with the count; source-based rules (source fields, source time, lag, positions) are skipped for them")
 RULES = (

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import finding
-from cdc_monitor.vocabulary import Rule
+from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-SCHEMA_CHANGE_WITHOUT_DDL = Rule("schema_change_without_ddl", "schema", "warning", "table",
+SCHEMA_CHANGE_WITHOUT_DDL = Rule("schema_change_without_ddl", "schema", Severity.WARNING, "table",
     "a table's value schema changed in the window without a DDL event for it on the schema-change topic")
 RULES = (SCHEMA_CHANGE_WITHOUT_DDL,)
 

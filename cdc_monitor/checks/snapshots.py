@@ -19,14 +19,14 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import RecordRule, finding
 from cdc_monitor.checks.ordering import content_hash
-from cdc_monitor.vocabulary import SNAPSHOT_OPS_UNDOCUMENTED, UNKNOWN_FLAVOUR, Rule
+from cdc_monitor.vocabulary import SNAPSHOT_OPS_UNDOCUMENTED, UNKNOWN_FLAVOUR, Rule, Severity
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-SNAPSHOT_RESTARTED = Rule("snapshot_restarted", "ordering", "warning", "table",
+SNAPSHOT_RESTARTED = Rule("snapshot_restarted", "ordering", Severity.WARNING, "table",
     "a table is snapshotted again after its changes were streaming (the connector re-delivers its rows)")
-SNAPSHOT_OP_MISMATCH = Rule("snapshot_op_mismatch", "schema", "warning", "record",
+SNAPSHOT_OP_MISMATCH = Rule("snapshot_op_mismatch", "schema", Severity.WARNING, "record",
     "source.snapshot contradicts op: c/u/d marked as a snapshot (true, first, last, *_in_data_collection, "
     "incremental), or an r read marked snapshot false; not judged for dtle (documented snapshot rows are op c with a "
     "boolean flag), Cassandra or unknown connectors")

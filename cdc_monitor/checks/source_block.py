@@ -16,14 +16,14 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import RecordRule, finding
-from cdc_monitor.vocabulary import Rule
+from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-SEQUENCE_CONFLICT = Rule("sequence_conflict", "ordering", "error", "table",
+SEQUENCE_CONFLICT = Rule("sequence_conflict", "ordering", Severity.ERROR, "table",
     "one PostgreSQL source.sequence on events with different LSNs (the sequence names one place in the WAL)")
-INVALID_POSITION = Rule("invalid_position", "schema", "error", "record",
+INVALID_POSITION = Rule("invalid_position", "schema", Severity.ERROR, "record",
     "a source position field of the wrong form: a negative or non-integer MySQL pos/row, PostgreSQL lsn, Oracle scn, "
     "MongoDB ord; a SQL Server LSN not XXXXXXXX:XXXXXXXX:XXXX; a YugabyteDB lsn not n:n:...")
 RULES = (SEQUENCE_CONFLICT, INVALID_POSITION)

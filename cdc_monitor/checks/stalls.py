@@ -19,12 +19,12 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import finding
-from cdc_monitor.vocabulary import Rule
+from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-CONNECTOR_STALLED = Rule("connector_stalled", "lag", "warning", "table",
+CONNECTOR_STALLED = Rule("connector_stalled", "lag", Severity.WARNING, "table",
     "a server's heartbeat and data topics fell silent longer than the stall threshold, then it wrote again (a silence "
     "up to the window's end is not judged: a capture's end looks the same)")
 RULES = (CONNECTOR_STALLED,)

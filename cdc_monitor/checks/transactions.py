@@ -31,22 +31,24 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.context import CheckContext, Placement, WindowFacts
 from cdc_monitor.checks.findings import RecordRule, finding
-from cdc_monitor.vocabulary import TX_STATUSES, Rule, TxStatus
+from cdc_monitor.vocabulary import TX_STATUSES, Rule, Severity, TxStatus
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-MISSING_END = Rule(TxStatus.MISSING_END.value, "transactions", "error", "transaction",
+MISSING_END = Rule(TxStatus.MISSING_END.value, "transactions", Severity.ERROR, "transaction",
     "a BEGIN followed by another BEGIN without its END")
-MISSING_BEGIN = Rule(TxStatus.MISSING_BEGIN.value, "transactions", "error", "transaction", "an END without its BEGIN")
-COUNT_MISMATCH = Rule("count_mismatch", "transactions", "error", "transaction", "END.event_count differs from the data events seen")
-COLLECTION_COUNT_MISMATCH = Rule("collection_count_mismatch", "transactions", "error", "transaction",
+MISSING_BEGIN = Rule(TxStatus.MISSING_BEGIN.value, "transactions", Severity.ERROR, "transaction", "an END without its BEGIN")
+COUNT_MISMATCH = Rule("count_mismatch", "transactions", Severity.ERROR, "transaction",
+    "END.event_count differs from the data events seen")
+COLLECTION_COUNT_MISMATCH = Rule("collection_count_mismatch", "transactions", Severity.ERROR, "transaction",
     "END.data_collections differs per collection")
-ORDER_GAP = Rule("order_gap", "transactions", "error", "transaction", "total_order/data_collection_order not 1..n")
-ORPHAN_EVENT = Rule("orphan_event", "transactions", "warning", "transaction", "transaction id on no BEGIN/END covering its time")
-END_BEFORE_BEGIN = Rule("end_before_begin", "transactions", "warning", "transaction",
+ORDER_GAP = Rule("order_gap", "transactions", Severity.ERROR, "transaction", "total_order/data_collection_order not 1..n")
+ORPHAN_EVENT = Rule("orphan_event", "transactions", Severity.WARNING, "transaction",
+    "transaction id on no BEGIN/END covering its time")
+END_BEFORE_BEGIN = Rule("end_before_begin", "transactions", Severity.WARNING, "transaction",
     "a complete transaction's END ts_ms is before its BEGIN's")
-INVALID_MARKER_ID = Rule("invalid_marker_id", "transactions", "error", "record",
+INVALID_MARKER_ID = Rule("invalid_marker_id", "transactions", Severity.ERROR, "record",
     "a BEGIN or END marker with a null or empty id (it cannot be matched: its partner marker then looks unmatched)")
 RULES = (
     MISSING_END, MISSING_BEGIN, COUNT_MISMATCH, COLLECTION_COUNT_MISMATCH, ORDER_GAP, ORPHAN_EVENT, END_BEFORE_BEGIN,

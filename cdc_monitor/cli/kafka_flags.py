@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from cdc_monitor.sources.inputs import KafkaFlags
+from cdc_monitor.vocabulary import KAFKA_READERS, KafkaReader
 
 _FLAGS = [
     click.option("--bootstrap-servers", help="Read from Kafka at HOST:PORT[,...] instead of capture files."),
@@ -20,7 +21,7 @@ _FLAGS = [
     click.option("-X", "--kafka-option", "kafka_option", multiple=True, metavar="KEY=VALUE",
                  help="librdkafka client setting (repeatable), e.g. -X security.protocol=SASL_SSL. Put secrets in "
                  "the config file's [kafka] table or CDC_MONITOR_KAFKA_SASL_PASSWORD, not here."),
-    click.option("--kafka-reader", type=click.Choice(["python", "spark", "auto"]), default="python", show_default=True,
+    click.option("--kafka-reader", type=click.Choice(KAFKA_READERS), default=KafkaReader.PYTHON.value, show_default=True,
                  help="python: the bundled data source; spark: Spark's spark-sql-kafka connector; auto: spark if present."),
 ]
 NAMES = ("bootstrap_servers", "topics", "since", "start_time", "end_time", "last", "kafka_option", "kafka_reader")

@@ -14,7 +14,7 @@ from cdc_monitor.cli.help import epilog
 from cdc_monitor.cli.kafka_flags import apply_format_flags, format_flags, kafka_flags, pop_kafka_flags
 from cdc_monitor.cli.layered_config import scan_config
 from cdc_monitor.errors import EXIT_CANNOT_RUN, CdcMonitorError, UsageError
-from cdc_monitor.vocabulary import FAIL_ON
+from cdc_monitor.vocabulary import FAIL_ON, STREAM_READERS, KafkaReader
 
 
 class _Group(click.Group):
@@ -219,7 +219,7 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
 @click.option("--starting-offsets", type=click.Choice(["latest", "earliest"]), default="latest", show_default=True,
               help="Where a new checkpoint starts.")
 @click.option("--max-offsets-per-trigger", type=click.IntRange(1), help="Cap on records per micro-batch.")
-@click.option("--kafka-reader", type=click.Choice(["python", "spark"]), default="python", show_default=True,
+@click.option("--kafka-reader", type=click.Choice(STREAM_READERS), default=KafkaReader.PYTHON.value, show_default=True,
               help="python: the bundled reader (reports records_lost/offsets_reset); spark: Spark's Kafka connector "
                    "(spark-sql-kafka on the classpath). Fixed for the life of a checkpoint.")
 @click.option("--key-ttl", default="24h", show_default=True, help="Keys idle this long (wall-clock time) leave the state store.")

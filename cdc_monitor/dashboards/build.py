@@ -13,6 +13,7 @@ from typing import Any
 from cdc_monitor.checks.registry_schemas import AVRO_SCHEMA_NAME, UNDECODABLE_AVRO, UNKNOWN_SCHEMA_ID
 from cdc_monitor.checks.schema_changes import SCHEMA_CHANGE_WITHOUT_DDL
 from cdc_monitor.checks.snapshots import SNAPSHOT_RESTARTED
+from cdc_monitor.vocabulary import Severity
 
 SEL = 'server=~"$server", table=~"$table"'
 DS = {"type": "prometheus", "uid": "${datasource}"}
@@ -78,7 +79,7 @@ def panels() -> list[dict[str, Any]]:
         _panel("Transactions by status", [('sum by (status) (cdc_window_transactions{server=~"$server"})', "{{status}}")]),
         _panel("Findings by check and rule", [(f"sum by (check, rule) (cdc_window_findings{{{SEL}}})", "{{check}} {{rule}}")]),
         _panel("Error findings per table", [
-            (f'sum by (server, table) (cdc_window_findings{{{SEL}, severity="error"}})', "{{server}} {{table}}")]),
+            (f'sum by (server, table) (cdc_window_findings{{{SEL}, severity="{Severity.ERROR}"}})', "{{server}} {{table}}")]),
         _panel("Re-snapshots, undeclared schema changes, Avro failures", [
             (f'sum by (server, table, rule) (cdc_window_findings{{{SEL}, rule=~"{STREAM_RULES}"}})',
              "{{server}} {{table}} {{rule}}")],

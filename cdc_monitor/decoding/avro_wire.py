@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_monitor.avro.schemas import strip_logical_types, unwrap_avro_json
+from cdc_monitor.vocabulary import DecodeError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -63,8 +64,6 @@ def _decoder(schemas: dict[int, str]) -> Callable[[bytes], tuple[bytes | None, s
     import fastavro
     import orjson
 
-    from cdc_monitor.checks.registry_schemas import UNDECODABLE_AVRO, UNKNOWN_SCHEMA_ID  # (the rules judge what it finds)
-
     parsed: dict[int, Any] = {}
 
     def default(obj: Any) -> Any:
@@ -77,29 +76,29 @@ def _decoder(schemas: dict[int, str]) -> Callable[[bytes], tuple[bytes | None, s
     def decode(data: bytes) -> tuple[bytes | None, str | None, str | None, int | None]:
         """(JSON text, error rule, message, schema id) of one key or value in wire format."""
         if len(data) < HEADER:
-            return None, UNDECODABLE_AVRO.name, f"{len(data)} byte(s), shorter than the 5-byte wire-format header", None
+            return None, DecodeError.AVRO.value, f"{len(data)} byte(s), shorter than the 5-byte wire-format header", None
         sid = int.from_bytes(data[1:HEADER], "big")
         if sid not in parsed:
             text = schemas.get(sid)
             if text is None:
-                return None, UNKNOWN_SCHEMA_ID.name, f"schema id {sid} is not in the schema registry", sid
+                return None, DecodeError.SCHEMA_ID.value, f"schema id {sid} is not in the schema registry", sid
             try:
                 parsed[sid] = fastavro.parse_schema(strip_logical_types(json.loads(text)))
             except Exception as err:  # a registry schema fastavro cannot use: every record of it is a finding
                 parsed[sid] = err
         schema = parsed[sid]
         if isinstance(schema, Exception):
-            return None, UNDECODABLE_AVRO.name, f"schema id {sid} is not a usable Avro schema ({schema})"[:MESSAGE_CHARS], sid
+            return None, DecodeError.AVRO.value, f"schema id {sid} is not a usable Avro schema ({schema})"[:MESSAGE_CHARS], sid
         body = io.BytesIO(data)
         body.seek(HEADER)
         try:
             datum = fastavro.schemaless_reader(body, schema, None)
         except Exception as err:  # bad input is a finding, never a crash
-            return None, UNDECODABLE_AVRO.name, f"does not decode with schema id {sid} ({type(err).__name__}: {err})"[
+            return None, DecodeError.AVRO.value, f"does not decode with schema id {sid} ({type(err).__name__}: {err})"[
                 :MESSAGE_CHARS], sid
         left = len(data) - body.tell()
         if left:
-            return None, UNDECODABLE_AVRO.name, f"{left} byte(s) left after decoding with schema id {sid}", sid
+            return None, DecodeError.AVRO.value, f"{left} byte(s) left after decoding with schema id {sid}", sid
         return orjson.dumps(datum, default=default), None, None, sid
 
     return decode

@@ -7,7 +7,7 @@ One ``from_json`` per value and per key; everything else is column expressions. 
 | topic, partition, offset, record_ts_ms, timestamp_type | where the record sits (record time in ms) |
 | key, value_text | the record key and value as text (key is the finding's ``key``) |
 | kind | data, tombstone, transaction, schema_change, heartbeat |
-| decode_error | null, or the decode rule this record breaks (invalid_json, invalid_envelope) |
+| decode_error | null, or what could not be read (``vocabulary.DecodeError``; the decode rules judge it) |
 | decode_detail | which part failed (value/key) |
 | decode_snippet | the start of the undecodable text (null when it decoded) |
 | flavour, server, db, schema_name, table_name, table | who produced it; ``table`` is the qualified data collection |
@@ -46,7 +46,7 @@ from pyspark.sql import functions as F
 from cdc_monitor.decoding.avro_wire import PRE_COLUMNS
 from cdc_monitor.decoding.envelope import CORRUPT, JSON_OPTIONS, KEY_SCHEMA, PAYLOAD_FIELDS, VALUE_SCHEMA
 from cdc_monitor.decoding.positions import position_expr
-from cdc_monitor.vocabulary import CONNECTORS, PG_TXN_ID, TRANSACTION_SERVER_REGEX, UNKNOWN_FLAVOUR, TopicRoles
+from cdc_monitor.vocabulary import CONNECTORS, PG_TXN_ID, TRANSACTION_SERVER_REGEX, UNKNOWN_FLAVOUR, DecodeError, TopicRoles
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -159,13 +159,11 @@ def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tu
     )
     value_bad_shape = has_value & v.isNotNull() & v[CORRUPT].isNotNull() & ~value_bad_json
     key_bad_json = F.col("key").isNotNull() & (k.isNull() | k[CORRUPT].isNotNull() | ~_one_document(F.col("key")))
-    from cdc_monitor.checks.decode import INVALID_ENVELOPE, INVALID_JSON  # (the rules judge what it finds)
-
-    decode_error = (  # the broken rule's name; an Avro stage's verdict first (decoding/avro_wire.py)
+    decode_error = (  # an Avro stage's verdict first (decoding/avro_wire.py)
         F.when(F.col("pre_error").isNotNull(), F.col("pre_error"))
-        .when(value_bad_json, F.lit(INVALID_JSON.name))
-        .when(value_bad_shape, F.lit(INVALID_ENVELOPE.name))
-        .when(key_bad_json, F.lit(INVALID_JSON.name))
+        .when(value_bad_json, F.lit(DecodeError.JSON.value))
+        .when(value_bad_shape, F.lit(DecodeError.ENVELOPE.value))
+        .when(key_bad_json, F.lit(DecodeError.JSON.value))
     )
     decode_detail = (
         F.when(F.col("pre_error").isNotNull(), F.col("pre_detail"))

@@ -75,5 +75,3 @@ class FrameCache:
         self._frames.clear()
         self.kept.clear()
 
-
-NO_CACHE = FrameCache(enabled=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from cdc_monitor import __version__
 from cdc_monitor.reconcile.canonical import UNAVAILABLE
@@ -44,6 +44,7 @@ class TableReconcile:
 
 @dataclass
 class ReconcileOutcome:
+    metrics_kind: ClassVar[str] = "reconcile"  # (MetricsSnapshot.from_outcome)
     tables: list[TableReconcile]
     skipped: list[dict[str, str]] = field(default_factory=list)  # table, reason
     source: dict[str, Any] = field(default_factory=dict)  # url (no parameters), dialect, positions

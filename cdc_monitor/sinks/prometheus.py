@@ -63,14 +63,10 @@ class MetricsSnapshot:
         """The one way a run's outcome becomes metrics, whichever transport takes them (the
         exporter ``watch`` serves, a Pushgateway push, a node_exporter textfile): a scanned
         window (or the ``scan`` verb's outcome), ``watch``'s progress so far, a reconciliation."""
-        from cdc_monitor.pipeline import ScanResult
-        from cdc_monitor.reconcile.outcome import ReconcileOutcome
-        from cdc_monitor.verbs.scan import Outcome as ScanOutcome
-        from cdc_monitor.watch.runner import WatchProgress
-
-        if isinstance(outcome, ScanOutcome):
-            outcome = outcome.result
-        if isinstance(outcome, ScanResult):
+        kind = getattr(outcome, "metrics_kind", None)  # (each outcome class says which it is: no import here)
+        if kind == "scan":
+            outcome, kind = outcome.result, "window"
+        if kind == "window":
             r = outcome
             return cls(
                 job=job, lag=r.lag, events=r.events_by_table,
@@ -78,7 +74,7 @@ class MetricsSnapshot:
                 records=int(r.summary.get("records", 0)), invalid_records=int(r.summary.get("invalid_records", 0)),
                 finished_at=r.finished_at, duration_seconds=r.duration_seconds, heartbeats=r.heartbeats,
             )
-        if isinstance(outcome, WatchProgress):
+        if kind == "watch":
             w, last = outcome, outcome.last
             return cls(
                 job=job, lag=last.lag if last else [], events=last.events if last else [],
@@ -87,7 +83,7 @@ class MetricsSnapshot:
                 finished_at=w.finished_at, duration_seconds=last.seconds if last else None,
                 window_failures=w.failures, up=w.up, totals=w.totals, heartbeats=w.heartbeats, state=w.state,
             )
-        if isinstance(outcome, ReconcileOutcome):
+        if kind == "reconcile":
             return cls(job=job, records=outcome.records, finished_at=outcome.finished_at,
                        duration_seconds=outcome.duration_seconds, reconcile=outcome.tables)
         raise TypeError(f"no metrics for a {type(outcome).__name__}")

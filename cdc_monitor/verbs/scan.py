@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from cdc_monitor.errors import EXIT_FINDINGS, EXIT_OK
 from cdc_monitor.sources.inputs import no_records, prepare_input
@@ -27,6 +27,7 @@ class Settings:
 
 @dataclass
 class Outcome:
+    metrics_kind: ClassVar[str] = "scan"  # (MetricsSnapshot.from_outcome: its result's metrics)
     result: ScanResult
     fail_on: str
     failing: int  # findings at or above ``fail_on``

@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from cdc_monitor.sinks.prometheus import MetricsServer, MetricsSnapshot
 from cdc_monitor.vocabulary import TxStatus
@@ -35,6 +35,8 @@ TOTAL_LABELS = {"events": ("server", "table", "op"), "transactions": ("server", 
 @dataclass
 class WatchProgress:
     """``watch``'s outcome so far, as its exporter serves it (``MetricsSnapshot.from_outcome``)."""
+
+    metrics_kind: ClassVar[str] = "watch"
 
     last: BatchOutcome | None  # the last batch applied (None: none yet, or idle since)
     transactions: dict[str, dict[str, int]]  # server -> status -> n (the last batch's final ones, open, overdue)

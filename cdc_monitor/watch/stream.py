@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 from cdc_monitor.sources.base import KAFKA_COLUMNS
 from cdc_monitor.sources.kafka.options import DEFAULT_EXCLUDE
+from cdc_monitor.vocabulary import KafkaReader
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-PYTHON, SPARK = "python", "spark"
-STREAM_READERS = (PYTHON, SPARK)
+PYTHON, SPARK = KafkaReader.PYTHON.value, KafkaReader.SPARK.value
 # the options both readers read alike (the rest of the bundled reader's are its own)
 SHARED = ("startingOffsets", "maxOffsetsPerTrigger")
 

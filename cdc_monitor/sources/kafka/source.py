@@ -19,11 +19,12 @@ from cdc_monitor.sources.kafka.client import BrokerInspector
 from cdc_monitor.sources.kafka.datasource import FORMAT, PLANNED_RANGES, KafkaDataSource
 from cdc_monitor.sources.kafka.options import KafkaOptions
 from cdc_monitor.sources.kafka.planner import OffsetRange, plan_ranges
+from cdc_monitor.vocabulary import KAFKA_READERS, KafkaReader
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-READERS = ("python", "spark", "auto")
+READERS = KAFKA_READERS
 MISSING_SOURCE = ("KAFKA_DATA_SOURCE_NOT_ENABLED", "DATA_SOURCE_NOT_FOUND")
 
 
@@ -88,7 +89,7 @@ def read_kafka(spark: SparkSession, options: Mapping[str, str], reader: str = "p
         with BrokerInspector(opts) as insp:
             ranges = plan_ranges(opts, insp)
     available = reader != "python" and spark_kafka_available(spark)  # asked once: a probe of Spark's reader
-    use_spark = reader == "spark" or (reader == "auto" and available)
+    use_spark = reader == KafkaReader.SPARK or (reader == KafkaReader.AUTO and available)
     if use_spark and not available:
         raise connector_missing()
     if not any(r.end > r.start for r in ranges):
