@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cdc_monitor.generator import FLAVOUR_NAMES, generate
-from cdc_monitor.generator.faults import applicable_rules
+from cdc_monitor.generator.fault_rules import applicable_rules
 from cdc_monitor.generator.kcat_writer import label_dicts, write_capture
 
 EVENTS = 600

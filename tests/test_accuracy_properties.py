@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from cdc_monitor.generator import FLAVOUR_NAMES, generate
-from cdc_monitor.generator.faults import ALL_RULES
+from cdc_monitor.generator.fault_rules import ALL_RULES
 from cdc_monitor.generator.kcat_writer import kcat_lines, label_dicts, write_capture
 
 EXAMPLES = int(os.environ.get("CDC_MONITOR_PROPERTY_EXAMPLES", "1"))

@@ -32,7 +32,7 @@ from cdc_monitor.checks.schema import (
     OP_MISSING,
     TYPE_MISMATCH,
 )
-from cdc_monitor.checks.snapshots import SNAPSHOT_OP_MISMATCH, SNAPSHOT_RESTARTED
+from cdc_monitor.checks.snapshots import SNAPSHOT_OP_MISMATCH
 from cdc_monitor.checks.source_block import INVALID_POSITION
 from cdc_monitor.checks.transactions import (
     COLLECTION_COUNT_MISMATCH,
@@ -44,53 +44,17 @@ from cdc_monitor.checks.transactions import (
     ORPHAN_EVENT,
 )
 from cdc_monitor.generator.connect_schemas import envelope_schema, key_schema
+from cdc_monitor.generator.fault_rules import applicable_rules
 from cdc_monitor.generator.flavours import TABLES, TableDef
 from cdc_monitor.generator.lag_faults import LagFaults
 from cdc_monitor.generator.records import STANDALONE_EV, Label, Rec, serialize
 from cdc_monitor.generator.snapshot_faults import SnapshotFaults
-from cdc_monitor.generator.wire_faults import AVRO_INEXPRESSIBLE, AVRO_WIRE_RULES, WireFaults
-from cdc_monitor.vocabulary import SNAPSHOT_OPS_UNDOCUMENTED
+from cdc_monitor.generator.wire_faults import WireFaults
 
 if TYPE_CHECKING:
     from cdc_monitor.generator.traffic import Generator
 
 SPACING = 4
-TX_RULES = (MISSING_END.name, MISSING_BEGIN.name, COUNT_MISMATCH.name, COLLECTION_COUNT_MISMATCH.name, ORDER_GAP.name,
-            ORPHAN_EVENT.name, END_BEFORE_BEGIN.name)
-SCHEMA_ON_RULES = (KEY_SCHEMA_NAME_MISMATCH.name, TYPE_MISMATCH.name, NON_OPTIONAL_NULL.name, INVALID_AVRO_NAME.name)
-ALL_RULES = (
-    INVALID_JSON.name,
-    LAG_SPIKE.name, NEGATIVE_LAG.name, INVALID_SOURCE_TS.name, INVALID_EVENT_TS.name,
-    *TX_RULES,
-    *SCHEMA_ON_RULES, OP_MISSING.name, INVALID_OP.name, BEFORE_AFTER_MISMATCH.name, MISSING_SOURCE_FIELD.name,
-    INVALID_POSITION.name, KEY_PAYLOAD_MISMATCH.name,
-    POSITION_REGRESSION.name, DUPLICATE.name, MISSING_CREATE.name, EVENT_AFTER_DELETE.name, TOMBSTONE_WITHOUT_DELETE.name,
-    KEY_IN_MULTIPLE_PARTITIONS.name, SNAPSHOT_RESTARTED.name, SNAPSHOT_OP_MISMATCH.name,
-)
-
-
-
-
-def applicable_rules(flavour: str, schemas: bool, tombstones: bool, partitions: int,
-                     value_format: str = "json", transaction_metadata: bool = True) -> list[str]:
-    rules = list(ALL_RULES)
-    if value_format != "json":
-        rules = [r for r in rules if r not in AVRO_INEXPRESSIBLE]
-    if value_format == "avro":
-        rules += AVRO_WIRE_RULES
-    if flavour == "dtle" or not transaction_metadata:  # (dtle writes none)
-        rules = [r for r in rules if r not in TX_RULES]
-    if not schemas:
-        rules = [r for r in rules if r not in SCHEMA_ON_RULES]
-    if not tombstones:
-        rules.remove(TOMBSTONE_WITHOUT_DELETE.name)
-    if partitions < 2:
-        rules.remove(KEY_IN_MULTIPLE_PARTITIONS.name)
-    if flavour in SNAPSHOT_OPS_UNDOCUMENTED:  # (dtle's snapshot flag is not judged against its op)
-        rules.remove(SNAPSHOT_OP_MISMATCH.name)
-    if flavour == "mongodb":  # documents are JSON text to their schema: no column type or null to break
-        rules = [r for r in rules if r not in (TYPE_MISMATCH.name, NON_OPTIONAL_NULL.name)]
-    return rules
 
 
 class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
