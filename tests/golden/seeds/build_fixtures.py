@@ -7,7 +7,8 @@ five seed documents becomes one record. The documents annotate JSON with callout
 (``"op": "c", 6`` / ``--> 3``) and elide parts (``"schema": { ... }``); those are the only
 edits, each listed in the case's ``edits``. Two examples are not valid JSON as printed (seed
 003's key lacks a comma, seed 004's key has a trailing comma): they are kept verbatim, so they
-must decode as ``invalid_json``, and a repaired copy is added beside them.
+must fail to decode as JSON (``decode_error`` ``json``, the ``invalid_json`` finding), and a
+repaired copy is added beside them.
 The ``expected`` blocks in the output are written by hand and kept on rebuild.
 """
 
