@@ -169,8 +169,9 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
             progress(f"{name.replace('_', ' ')}: {timings[name]:.1f}s{detail}")
 
     cache = FrameCache()
-    frames = WindowFrames(events=source.records)  # (its frames set below)
-    records, registry_ids = _value_format(source.records, cfg, cache, frames.driver_findings)
+    driver_findings: list[dict[str, Any]] = []  # findings known without reading records (checks' finding_row)
+    other_findings: list[DataFrame] = []
+    records, registry_ids = _value_format(source.records, cfg, cache, driver_findings)
     counted = Observation("decoded")
     decoded = cache.materialize(decode_records(records, cfg.roles).observe(counted, F.count(F.lit(1)).alias("n")))
     # a small window is checked in one partition: no shuffles (engine/cache.py)
@@ -185,17 +186,17 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         rejects = cache.keep(source.rejects)
         rejects_count = rejects.count()
         if rejects_count:
-            frames.other_findings.append(capture_line_findings(rejects))
+            other_findings.append(capture_line_findings(rejects))
     facts = window_facts(events)
     duplicates = {(p["topic"], p["partition"]): p["duplicates"] for p in facts.partitions if p.get("duplicates")}
     if duplicates:  # overlapping captures: each record once (three more jobs, only then)
         decoded = cache.materialize(decoded.dropDuplicates(["topic", "partition", "offset"]))
         events = cache.materialize(without_texts(decoded))
         facts = window_facts(events)
-        frames.driver_findings += duplicate_record_findings(duplicates)
+        driver_findings += duplicate_record_findings(duplicates)
     window = facts.window
     lap("window", f" ({len(window['partitions'])} partitions)")
-    frames.events, frames.texts = events, decoded
+    frames = WindowFrames(events, decoded, driver_findings, other_findings)
     step = step_ms(window["start_ms"], window["end_ms"])
     collected = evaluate(frames, CheckContext(facts, cfg, cache), WholeWindow(cfg.max_findings, step),
                          planned=lambda: lap("checks_plan_and_aggregates"))

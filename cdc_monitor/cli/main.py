@@ -240,9 +240,7 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
     from cdc_monitor.sinks.web_config import load_web_config
     from cdc_monitor.sources.inputs import KafkaFlags
     from cdc_monitor.verbs import watch as verb
-    from cdc_monitor.watch.state import StateStore
 
-    StateStore.check(Path(checkpoint), kafka_reader)  # another format or reader: exit 2 before anything else
     web = load_web_config(web_config) if web_config else None  # so is a web config that cannot serve
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
     cfg = apply_format_flags({"schema_registry_url": schema_registry_url, "avro_json": None}, cfg)

@@ -6,6 +6,7 @@ frame, so each row travels as (part, JSON text) through one union and one collec
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,12 +33,15 @@ class Collected:
 
 
 def collect_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame],
-                series: FindingsSeries | None = None) -> Collected:
+                series: FindingsSeries | None = None, planned: Callable[[], None] | None = None) -> Collected:
     """One Spark job. Findings are ranked per GROUP (a window, bounded per group) so no group
     sends more than ``limit`` findings; the driver merges the groups in report order. With
     ``series``, the findings per interval of their record's time come from the same pass (part
-    ``findings_series``): the union of the checks' findings is computed once, not once per use."""
+    ``findings_series``): the union of the checks' findings is computed once, not once per use.
+    ``planned`` is called once the job is planned, before it runs (callers time the two apart)."""
     tagged, columns = tag_all(findings, limit, parts, series)
+    if planned is not None:
+        planned()
     return read_tagged(tagged.collect(), columns, limit)
 
 

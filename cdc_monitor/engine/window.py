@@ -26,8 +26,8 @@ from cdc_monitor.checks.snapshots import snapshot_progress
 from cdc_monitor.checks.suite import CheckedResult, run_checks
 from cdc_monitor.checks.transactions import ORPHAN_EVENT, summary_frame
 from cdc_monitor.decoding.events import txn_key
-from cdc_monitor.engine.collect import read_tagged, tag_all
-from cdc_monitor.engine.series import FindingsSeries, lag_series
+from cdc_monitor.engine.collect import collect_all
+from cdc_monitor.engine.series import LOCATION, FindingsSeries, lag_series
 from cdc_monitor.engine.union import narrow_union, union_all
 from cdc_monitor.vocabulary import FINAL_TX_STATUSES, TxStatus
 
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from cdc_monitor.checks.context import CheckContext
-
-COORD = ["topic", "partition", "offset"]
 
 
 @dataclass
@@ -79,10 +77,7 @@ def evaluate(frames: WindowFrames, ctx: CheckContext, scope: Scope, planned: Cal
     if frames.driver_findings:
         found.append(events.sparkSession.createDataFrame(frames.driver_findings, FINDING_SCHEMA))
     findings = narrow_union(union_all(found, FINDING_COLUMNS), ctx.placement.one_partition)
-    tagged, columns = tag_all(findings, scope.limit, scope.parts(checked, events, ctx), scope.series(events))
-    if planned is not None:
-        planned()
-    got = read_tagged(tagged.collect(), columns, scope.limit)
+    got = collect_all(findings, scope.limit, scope.parts(checked, events, ctx), scope.series(events), planned)
     return WindowOutcome(got.findings, got.counts, got.parts)
 
 
@@ -130,7 +125,7 @@ class NewRecords:
     pending: DataFrame
     known_final: DataFrame
     limit: int = 0
-    _judged_frames: dict[int, DataFrame] = field(default_factory=dict, repr=False)
+    _judged: DataFrame | None = field(default=None, init=False, repr=False)  # (one scope per evaluation)
 
     def texts(self, texts: DataFrame | None) -> DataFrame | None:
         return texts.where("is_new") if texts is not None else None
@@ -142,7 +137,7 @@ class NewRecords:
         return events.where(F.col("is_new") | F.col("tail"))
 
     def findings(self, checked: CheckedResult, events: DataFrame, ctx: CheckContext) -> list[DataFrame]:
-        flags = events.select(*COORD, "is_new", "candidate")
+        flags = events.select(*LOCATION, "is_new", "candidate")
         located = [f.select(*FINDING_COLUMNS, F.lit(False).alias("orphan"))
                    for f in [*checked.by_scope["key"], *checked.by_scope["table"]]]
         verdicts: list[DataFrame] = []
@@ -150,28 +145,29 @@ class NewRecords:
             txn = union_all(checked.by_scope["transaction"], FINDING_COLUMNS).withColumn("txn_key", txn_key(F.col("txn_id")))
             orphan = F.col("rule") == ORPHAN_EVENT.name
             verdicts.append(txn.where(~orphan).join(self._final_ids(checked, ctx), ["server", "txn_key"], "left_semi"))
-            orphans = txn.where(orphan).join(ctx.placement.single(self.known_final), COORD, "left_anti")
+            orphans = txn.where(orphan).join(ctx.placement.single(self.known_final), LOCATION, "left_anti")
             located.append(orphans.select(*FINDING_COLUMNS, F.lit(True).alias("orphan")))
         # one join with the records' flags serves both filters, over the union of what they filter
-        on_new = union_all(located).join(flags, COORD).where(F.col("is_new") | (F.col("orphan") & F.col("candidate")))
+        on_new = union_all(located).join(flags, LOCATION).where(F.col("is_new") | (F.col("orphan") & F.col("candidate")))
         return [*checked.by_scope["record"], on_new, *verdicts]
 
-    def _judged(self, checked: CheckedResult, ctx: CheckContext) -> DataFrame:
-        """The transactions judged in this batch (those whose END the operator still holds are not)."""
+    def judged(self, checked: CheckedResult, ctx: CheckContext) -> DataFrame:
+        """The transactions judged in this batch (those whose END the operator still holds are not):
+        one frame for both of its uses."""
         assert checked.transactions is not None
-        if id(checked) not in self._judged_frames:  # one frame for both uses (a plan built once)
-            self._judged_frames[id(checked)] = checked.transactions.join(
+        if self._judged is None:
+            self._judged = checked.transactions.join(
                 ctx.placement.single(self.pending), ["topic", "partition", "end_offset"], "left_anti")
-        return self._judged_frames[id(checked)]
+        return self._judged
 
     def _final_ids(self, checked: CheckedResult, ctx: CheckContext) -> DataFrame:
-        return self._judged(checked, ctx).where(F.col("status").isin(*FINAL_TX_STATUSES)).select("server", "txn_key")
+        return self.judged(checked, ctx).where(F.col("status").isin(*FINAL_TX_STATUSES)).select("server", "txn_key")
 
     def parts(self, checked: CheckedResult, events: DataFrame, ctx: CheckContext) -> dict[str, DataFrame]:
         fresh = events.where("is_new")
         parts: dict[str, DataFrame] = {}
         if checked.transactions is not None:
-            parts["transactions"] = (self._judged(checked, ctx).where(F.col("status").isin(TxStatus.OPEN.value, *FINAL_TX_STATUSES))
+            parts["transactions"] = (self.judged(checked, ctx).where(F.col("status").isin(TxStatus.OPEN.value, *FINAL_TX_STATUSES))
                                      .select("server", "txn_key", "status"))
         return {
             **parts,
