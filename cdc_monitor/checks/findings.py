@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
 from operator import or_
@@ -85,13 +86,16 @@ def finding(rule: Rule, message: Column, **loc: Column | None) -> list[Column]:
     return _finding_columns(F.lit(rule.check), F.lit(rule.name), F.lit(rule.severity), message, **loc)
 
 
-def dynamic_finding(rule: Column, message: Column, **loc: Column | None) -> list[Column]:
-    """Like ``finding`` for a rule computed per row."""
-    from cdc_monitor.checks.catalogue import CATALOGUE
-
-    checks = F.create_map(*[x for r in CATALOGUE.values() for x in (F.lit(r.name), F.lit(r.check))])
-    sevs = F.create_map(*[x for r in CATALOGUE.values() for x in (F.lit(r.name), F.lit(r.severity))])
-    return _finding_columns(F.element_at(checks, rule), rule, F.element_at(sevs, rule), message, **loc)
+def dynamic_finding(rule: Column, rules: Sequence[Rule], message: Column, **loc: Column | None) -> list[Column]:
+    """Like ``finding`` for a rule computed per row, one of ``rules``: their check and severity as
+    literals where they agree (a map over these rules only where not: a map of the whole catalogue
+    was ~500 JVM calls to build and a 120-entry expression to analyse in every frame using it)."""
+    columns = []
+    for attr in ("check", "severity"):
+        values = {getattr(r, attr) for r in rules}
+        columns.append(F.lit(values.pop()) if len(values) == 1 else F.element_at(
+            F.create_map(*[x for r in rules for x in (F.lit(r.name), F.lit(getattr(r, attr)))]), rule))
+    return _finding_columns(columns[0], rule, columns[1], message, **loc)
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,7 @@ def record_findings(events: DataFrame, rules: list[RecordRule]) -> DataFrame:
         .select("topic", "partition", "offset", "key", "txn_id", "server", "table", F.explode(broken).alias("p"))
         .where(F.col("p").isNotNull())
         .select(*dynamic_finding(
-            F.col("p.rule"), F.col("p.message"), topic=F.col("topic"), partition=F.col("partition"),
+            F.col("p.rule"), [r.rule for r in rules], F.col("p.message"), topic=F.col("topic"), partition=F.col("partition"),
             offset=F.col("offset"), key=F.col("key"), txn_id=F.when(located, F.col("txn_id")),
             server=F.col("server"), table=F.when(located, F.col("table"))))
     )

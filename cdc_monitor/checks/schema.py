@@ -65,7 +65,10 @@ RULES = (
     NON_DEBEZIUM_PRODUCER
 )
 # rules said once per topic (offset: the topic's first record involved; key and txn_id null)
-ONCE_PER_TOPIC = frozenset({NON_ENVELOPE_VALUES.name, UNKNOWN_CONNECTOR.name, NON_DEBEZIUM_PRODUCER.name})
+TOPIC_RULES = (NON_ENVELOPE_VALUES, NON_DEBEZIUM_PRODUCER, UNKNOWN_CONNECTOR)
+ONCE_PER_TOPIC = frozenset(r.name for r in TOPIC_RULES)
+# rules a record's embedded schema is judged by (their messages: _MESSAGES)
+SCHEMA_RULES = (NON_OPTIONAL_NULL, TYPE_MISMATCH, INVALID_AVRO_NAME, KEY_SCHEMA_NAME_MISMATCH)
 
 
 # Fields each connector always sends (its identity, time and position).
@@ -222,7 +225,7 @@ def topic_findings(events: DataFrame) -> DataFrame:
             for rule, (when, before, after) in per_rule.items()]).alias("found"),
     )
     return per_topic.select("topic", "server", F.explode("found").alias("f")).where(F.col("f").isNotNull()).select(
-        *dynamic_finding(F.col("f.rule"), F.col("f.message"), topic=F.col("topic"), partition=F.col("f.at.partition"),
+        *dynamic_finding(F.col("f.rule"), TOPIC_RULES, F.col("f.message"), topic=F.col("topic"), partition=F.col("f.at.partition"),
                          offset=F.col("f.at.offset"), offsets=F.col("f.offsets"), server=F.col("server")))
 
 
@@ -243,7 +246,7 @@ def _judge(schema: dict, label: str, shape_text: str, topic: str | None) -> dict
     return {rule: text for rule, text in out.items() if text}
 
 
-_MESSAGES = {
+_MESSAGES = {  # one per SCHEMA_RULES
     NON_OPTIONAL_NULL.name: "{label}: non-optional field null or absent: ",
     TYPE_MISMATCH.name: "{label}: value does not match its schema type at ",
     INVALID_AVRO_NAME.name: "{label} schema name(s) not valid Avro full names: ",
@@ -365,5 +368,5 @@ def embedded_schema_findings(events: DataFrame, verdicts: ShapeVerdicts | None =
         if problems or ranged:
             rows = _problem_rows(problems, ranged, label, label == "key")
             frames.append(_shaped(data, column, label).select(*LOC_COLUMNS, F.explode(rows).alias("p")).select(
-                *dynamic_finding(F.col("p.rule"), F.col("p.message"), **_loc())))
+                *dynamic_finding(F.col("p.rule"), SCHEMA_RULES, F.col("p.message"), **_loc())))
     return frames

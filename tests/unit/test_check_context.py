@@ -47,3 +47,18 @@ def test_transactions_read_their_facts_from_the_context(spark):
     read_whole = WindowFacts(rows=[], partitions=[{"topic": "shop.transaction", "partition": 0, "from_start": True}])
     again = transaction_check(events, CheckContext(facts=read_whole)).findings
     assert [r["rule"] for f in again for r in f.collect()] == [MISSING_BEGIN.name]
+
+
+def test_a_finding_of_a_rule_known_per_row_has_its_rules_declared_check_and_severity(spark):
+    """dynamic_finding maps a per-row rule name to its declaration, among the rules it is given
+    (literals where they share a check or a severity)."""
+    from pyspark.sql import functions as F
+
+    from cdc_monitor.checks.findings import dynamic_finding
+    from cdc_monitor.checks.schema import SCHEMA_RULES, TOPIC_RULES
+
+    mixed = [*TOPIC_RULES, MISSING_BEGIN]  # schema and transactions; warning, info and error
+    for rules in (mixed, SCHEMA_RULES[:1]):
+        frame = spark.createDataFrame([(r.name,) for r in rules], "rule string")
+        got = frame.select(*dynamic_finding(F.col("rule"), rules, F.lit("m"))).collect()
+        assert {(r["rule"], r["check"], r["severity"]) for r in got} == {(r.name, r.check, r.severity) for r in rules}
