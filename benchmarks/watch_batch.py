@@ -4,7 +4,10 @@ record-time quantiles into batches of ~``--batch`` records, run through the real
 seconds and stages (the first is cold). Target (issue: one engine): < 3 s warm for 1k records.
 ``--plain``: the same stream without transaction metadata (Debezium's default) and with JSON
 values without schemas, whose batches plan no transaction or embedded-schema check.
-Usage: python -m benchmarks.watch_batch [--events 3000] [--batch 1000] [--plain]"""
+``--timeline``: from Spark's event log (a public setting), per batch the time its Spark jobs ran,
+their SQL executions (planning included) and the longest stretch with no job running (the driver
+building and analysing the next plan).
+Usage: python -m benchmarks.watch_batch [--events 3000] [--batch 1000] [--plain] [--timeline]"""
 
 from __future__ import annotations
 
@@ -20,22 +23,77 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=3000)
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--plain", action="store_true", help="no transaction metadata, no schemas")
+    ap.add_argument("--timeline", action="store_true", help="each batch's Spark jobs against its wall time")
     args = ap.parse_args()
 
     from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.watch.batch import WatchSettings
-    from tests.support.watch_stream import run_stream, stage_stream
+    from tests.support import watch_stream
 
-    spark = get_spark()
     with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "events"
+        log.mkdir()
+        spark = get_spark(conf={"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(log),
+                                "spark.eventLog.compress": "false"} if args.timeline else None)
+        spans = _timed(watch_stream)
         plain = {"schemas": False, "transaction_metadata": False} if args.plain else {}
-        stage_stream(spark, Path(tmp), args.events, args.batch, **plain)
+        watch_stream.stage_stream(spark, Path(tmp), args.events, args.batch, **plain)
         started = time.perf_counter()
-        outcomes, _ = run_stream(spark, Path(tmp) / "in", Path(tmp) / "ckpt", WatchSettings())
+        outcomes, _ = watch_stream.run_stream(spark, Path(tmp) / "in", Path(tmp) / "ckpt", WatchSettings())
         took = time.perf_counter() - started
-    batches = [{"records": o.records, "seconds": o.seconds, "stages": o.stages} for o in outcomes]
+        if args.timeline:
+            spark.stop()  # the event log is complete once the application ends
+        batches = [{"records": o.records, "seconds": o.seconds, "stages": o.stages} for o in outcomes]
+        if args.timeline:
+            for batch, span in zip(batches, spans, strict=True):
+                batch["timeline"] = timeline(log, *span)
     total = sum(o.records for o in outcomes)
     print(json.dumps({"batches": batches, "records_per_s": round(total / took), "target_warm_seconds": 3}, indent=1))
+
+
+def _timed(module) -> list[tuple[float, float]]:
+    """(start, end) epoch seconds of each micro-batch the stream applies."""
+    spans: list[tuple[float, float]] = []
+    apply = module.process_batch
+
+    def timed(*args, **kwargs):
+        start = time.time()
+        try:
+            return apply(*args, **kwargs)
+        finally:
+            spans.append((start, time.time()))
+
+    module.process_batch = timed
+    return spans
+
+
+def timeline(log: Path, start: float, end: float) -> dict[str, float]:
+    """The Spark jobs and SQL executions that started within [start, end], from the event log."""
+    jobs: dict[int, list[float]] = {}
+    sql: dict[int, list[float]] = {}
+    for path in log.rglob("*"):
+        if not path.is_file() or path.name.startswith("."):
+            continue
+        for line in path.read_text().splitlines():
+            event = json.loads(line)
+            kind = event["Event"]
+            if kind == "SparkListenerJobStart":
+                jobs[event["Job ID"]] = [event["Submission Time"] / 1000, end]
+            elif kind == "SparkListenerJobEnd":
+                jobs[event["Job ID"]][1] = event["Completion Time"] / 1000
+            elif kind.endswith("SQLExecutionStart"):
+                sql[event["executionId"]] = [event["time"] / 1000, end]
+            elif kind.endswith("SQLExecutionEnd") and event["executionId"] in sql:
+                sql[event["executionId"]][1] = event["time"] / 1000
+    ran = sorted(span for span in jobs.values() if start <= span[0] <= end)
+    gaps, mark = [], start
+    for a, b in ran:
+        gaps.append(a - mark)
+        mark = max(mark, b)
+    gaps.append(end - mark)
+    return {"jobs": len(ran), "jobs_s": round(sum(b - a for a, b in ran), 2),
+            "sql_executions_s": round(sum(b - a for a, b in sql.values() if start <= a <= end), 2),
+            "longest_without_a_job_s": round(max(gaps), 2)}
 
 
 if __name__ == "__main__":
