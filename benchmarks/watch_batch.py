@@ -45,8 +45,8 @@ def main() -> None:
             spark.stop()  # the event log is complete once the application ends
         batches = [{"records": o.records, "seconds": o.seconds, "stages": o.stages} for o in outcomes]
         if args.timeline:
-            for batch, span in zip(batches, spans, strict=True):
-                batch["timeline"] = timeline(log, *span)
+            for batch, placed in zip(batches, timelines(log, spans), strict=True):
+                batch["timeline"] = placed
     total = sum(o.records for o in outcomes)
     print(json.dumps({"batches": batches, "records_per_s": round(total / took), "target_warm_seconds": 3}, indent=1))
 
@@ -67,10 +67,11 @@ def _timed(module) -> list[tuple[float, float]]:
     return spans
 
 
-def timeline(log: Path, start: float, end: float) -> dict[str, float]:
-    """The Spark jobs and SQL executions that started within [start, end], from the event log."""
-    jobs: dict[int, list[float]] = {}
-    sql: dict[int, list[float]] = {}
+def timelines(log: Path, spans: list[tuple[float, float]]) -> list[dict[str, float]]:
+    """Per (start, end) span: the Spark jobs and SQL executions that started within it, from the
+    event log (read once; one still running at its span's end counts up to that end)."""
+    jobs: dict[int, list[float | None]] = {}
+    sql: dict[int, list[float | None]] = {}
     for path in log.rglob("*"):
         if not path.is_file() or path.name.startswith("."):
             continue
@@ -78,21 +79,28 @@ def timeline(log: Path, start: float, end: float) -> dict[str, float]:
             event = json.loads(line)
             kind = event["Event"]
             if kind == "SparkListenerJobStart":
-                jobs[event["Job ID"]] = [event["Submission Time"] / 1000, end]
+                jobs[event["Job ID"]] = [event["Submission Time"] / 1000, None]
             elif kind == "SparkListenerJobEnd":
                 jobs[event["Job ID"]][1] = event["Completion Time"] / 1000
             elif kind.endswith("SQLExecutionStart"):
-                sql[event["executionId"]] = [event["time"] / 1000, end]
+                sql[event["executionId"]] = [event["time"] / 1000, None]
             elif kind.endswith("SQLExecutionEnd") and event["executionId"] in sql:
                 sql[event["executionId"]][1] = event["time"] / 1000
-    ran = sorted(span for span in jobs.values() if start <= span[0] <= end)
+    return [_placed(list(jobs.values()), list(sql.values()), start, end) for start, end in spans]
+
+
+def _placed(jobs: list[list[float | None]], sql: list[list[float | None]], start: float, end: float) -> dict[str, float]:
+    def within(spans: list[list[float | None]]) -> list[tuple[float, float]]:
+        return sorted((a, b if b is not None else end) for a, b in spans if a is not None and start <= a <= end)
+
+    ran = within(jobs)
     gaps, mark = [], start
     for a, b in ran:
         gaps.append(a - mark)
         mark = max(mark, b)
     gaps.append(end - mark)
     return {"jobs": len(ran), "jobs_s": round(sum(b - a for a, b in ran), 2),
-            "sql_executions_s": round(sum(b - a for a, b in sql.values() if start <= a <= end), 2),
+            "sql_executions_s": round(sum(b - a for a, b in within(sql)), 2),
             "longest_without_a_job_s": round(max(gaps), 2)}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.watch_batch import timeline
+from benchmarks.watch_batch import timelines
 
 
 def test_jobs_sql_and_the_longest_stretch_without_a_job(tmp_path):
@@ -20,6 +20,6 @@ def test_jobs_sql_and_the_longest_stretch_without_a_job(tmp_path):
     ]
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "events_1").write_text("\n".join(json.dumps(e) for e in events))
-    got = timeline(tmp_path, 10.0, 19.0)
+    (got,) = timelines(tmp_path, [(10.0, 19.0)])
     # jobs 10.5-11 and 17-18: the longest stretch without one is 11 -> 17
     assert got == {"jobs": 2, "jobs_s": 1.5, "sql_executions_s": 4.0, "longest_without_a_job_s": 6.0}
