@@ -48,7 +48,7 @@ def main(paths: list[str]) -> dict[str, float]:
     frames = embedded_schema_findings(events)
     costs["schema_embedded_plan"] = round(time.perf_counter() - started, 2)
     timed("schema_embedded", frames)
-    timed("ordering", ordering_findings(events, CheckContext(facts, cfg, FrameCache())))
+    timed("ordering", [ordering_findings(events, CheckContext(facts, cfg, FrameCache()))])
     return {k: round(v, 2) for k, v in costs.items()}
 
 

@@ -45,7 +45,7 @@ def test_checks_whose_input_the_window_lacks_are_not_run_and_change_nothing(tmp_
     path = tmp_path / "bare.jsonl"
     write_capture(generate("mysql", events=150, seed=4, faults=True, schemas=False, transaction_metadata=False), path)
     with monkeypatch.context() as patched:  # planning one of them fails the scan
-        for check in ("transaction_check", "embedded_schema_findings", "schema_change_findings"):
+        for check in ("transaction_check", "embedded_schema_findings", "schema_change_sql"):
             patched.setattr(suite, check, _refuse)
         pruned = scan([path])
     assert pruned.findings and pruned.transactions["total"] == 0

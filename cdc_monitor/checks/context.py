@@ -82,13 +82,28 @@ class WindowFacts:
         """Per record: was its partition read from offset 0 without gaps (false when unknown)."""
         return self.lookup("from_start", F.concat_ws("|", F.col("topic"), F.col("partition").cast("string")), F.lit(False))
 
+    def lookup_sql(self, name: str, key: str, default: str | None = None) -> tuple[str, dict[str, str]]:
+        """``lookup`` for checks written as SQL (checks/sql.py): the text over the key expression
+        ``key``, and the named parameter it reads (``fact_<name>``, the mapping as JSON text)."""
+        mapping, typ = self.maps()[name]
+        param = f"fact_{name}"
+        value = f"element_at(from_json(:{param}, 'map<string,{typ}>'), {key})"
+        return (f"coalesce({value}, {default})" if default is not None else value), {param: _json_text(mapping)}
+
+    def from_start_sql(self) -> tuple[str, dict[str, str]]:
+        """``from_start`` as SQL text over a record's ``topic`` and ``partition``, and its parameter."""
+        return self.lookup_sql("from_start", "concat_ws('|', topic, CAST(partition AS STRING))", "false")
+
 
 def fact_lookup(mapping: dict[str, Any], key: Column, typ: str, default: Column | None = None) -> Column:
     """``mapping[key]``, ``mapping`` given to the plan as JSON text parsed into a map of values of
     type ``typ``; null, or ``default``, when absent."""
-    text = json.dumps({str(k): v for k, v in mapping.items()}, separators=(",", ":"))
-    value = F.element_at(F.from_json(F.lit(text), f"map<string,{typ}>"), key)
+    value = F.element_at(F.from_json(F.lit(_json_text(mapping)), f"map<string,{typ}>"), key)
     return F.coalesce(value, default) if default is not None else value
+
+
+def _json_text(mapping: dict[str, Any]) -> str:
+    return json.dumps({str(k): v for k, v in mapping.items()}, separators=(",", ":"))
 
 
 class Placement(Protocol):

@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column, Window
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import RecordRule, finding, record_findings
-from cdc_monitor.decoding.events import TS_MAX_MS, TS_MIN_MS, valid_source_ts, valid_ts_us
+from cdc_monitor.checks.findings import RecordRule, record_findings
+from cdc_monitor.checks.sql import SqlFindings, finding_sql, findings_frame, lit
+from cdc_monitor.decoding.events import TS_MAX_MS, TS_MIN_MS, valid_ts_us
 from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
@@ -52,14 +53,23 @@ def change_events(events: DataFrame) -> DataFrame:
     return events.where("change_event")
 
 
+def _valid_sql(ts: str, raw: str) -> str:
+    """``valid_source_ts(ts)`` and ``raw`` an integer text, as SQL (one definition for both kinds of check)."""
+    return f"({ts} IS NOT NULL AND {ts} >= {TS_MIN_MS} AND {ts} < {TS_MAX_MS} AND {raw} RLIKE '^-?\\\\d+$')"
+
+
+VALID_SOURCE_TS = _valid_sql("source_ts_ms", "source_ts_raw")
+VALID_EVENT_TS = _valid_sql("ts_ms", "ts_ms_raw")
+
+
 def _valid_source_ts() -> Column:
-    return valid_source_ts(F.col("source_ts_ms")) & F.col("source_ts_raw").rlike(r"^-?\d+$")
+    return F.expr(VALID_SOURCE_TS)
 
 
 def _valid_event_ts() -> Column:
     """The event's ts_ms can be measured against: an integer ms time in 2000..2100 (a missing ts_ms
     is not judged: the field is optional)."""
-    return valid_source_ts(F.col("ts_ms")) & F.col("ts_ms_raw").rlike(r"^-?\d+$")
+    return F.expr(VALID_EVENT_TS)
 
 
 def _from_source() -> Column:
@@ -146,13 +156,6 @@ def lag_table(events: DataFrame) -> DataFrame:
     ).where(F.col("has_change") | (F.col("snapshot_excluded") > 0)).drop("has_change")
 
 
-def _threshold(thresholds: Mapping[str, int], default_ms: int) -> Column:
-    col = F.lit(default_ms)
-    for table, ms in thresholds.items():
-        col = F.when(F.col("table") == table, F.lit(ms)).otherwise(col)
-    return col
-
-
 def unit_hint(raw: Column) -> Column:
     """What unit an out-of-range source timestamp is plainly in, when it is one: the same 2000..2100
     span in seconds, microseconds or nanoseconds (a connector or SMT writing ts_us/ts_ns values
@@ -193,31 +196,33 @@ def lag_findings(events: DataFrame, default_ms: int, thresholds: Mapping[str, in
     return [record_findings(events, lag_rules()), lag_spike_findings(events, default_ms, thresholds)]
 
 
+def lag_spike_sql(default_ms: int, thresholds: Mapping[str, int] | None = None) -> SqlFindings:
+    """Spikes, runs of consecutive above-threshold events per table, as SQL (checks/sql.py) over
+    ``{lag_scope}``: one finding per run, at its first event, listing its records."""
+    threshold = "".join(f"WHEN `table` = {lit(t)} THEN {lit(ms)} " for t, ms in reversed((thresholds or {}).items()))
+    threshold = f"CASE {threshold}ELSE {lit(default_ms)} END" if threshold else lit(default_ms)
+    valid = f"{VALID_SOURCE_TS} AND {VALID_EVENT_TS}"
+    order = "PARTITION BY server, `table` ORDER BY ts_ms, topic, partition, offset"
+    message = "concat('lag spike: ', n, ' event(s) above ', threshold_ms, ' ms, peak ', peak, ' ms')"
+    return SqlFindings(
+        ctes=(("lag_flagged", f"""
+            SELECT *, lag_ms > threshold_ms AS above
+            FROM (SELECT *, {threshold} AS threshold_ms
+                  FROM (SELECT *, CASE WHEN {valid} THEN ts_ms - source_ts_ms END AS lag_ms FROM {{lag_scope}} WHERE change_event)
+                  WHERE lag_ms IS NOT NULL)"""),
+              ("lag_runs", f"""
+            SELECT *, sum(CAST(starts AS int)) OVER ({order}) AS spike
+            FROM (SELECT *, above AND NOT coalesce(lag(above) OVER ({order}), false) AS starts FROM lag_flagged)""")),
+        selects=(f"""SELECT {finding_sql(LAG_SPIKE, message, topic="first.topic", partition="first.partition",
+                                         offset="first.offset", offsets="transform(members, m -> m.offset)",
+                                         key="first.key", txn_id="first.txn_id", server="server", table="`table`")}
+            FROM (SELECT server, `table`, spike, min(struct(ts_ms, topic, partition, offset, key, txn_id)) AS first,
+                         count(1) AS n, max(lag_ms) AS peak, max(threshold_ms) AS threshold_ms,
+                         sort_array(collect_list(struct(ts_ms, offset))) AS members
+                  FROM lag_runs WHERE above GROUP BY server, `table`, spike)""",),
+    )
+
+
 def lag_spike_findings(events: DataFrame, default_ms: int, thresholds: Mapping[str, int] | None = None) -> DataFrame:
-    lagged = with_lag(change_events(events))
-    # spikes: runs of consecutive above-threshold events per table
-    order = Window.partitionBy("server", "table").orderBy("ts_ms", "topic", "partition", "offset")
-    flagged = (
-        lagged.where(F.col("lag_ms").isNotNull())
-        .withColumn("threshold_ms", _threshold(thresholds or {}, default_ms))
-        .withColumn("above", F.col("lag_ms") > F.col("threshold_ms"))
-        .withColumn("starts", F.col("above") & ~F.coalesce(F.lag("above").over(order), F.lit(False)))
-        .withColumn("spike", F.sum(F.col("starts").cast("int")).over(order))
-        .where("above")
-    )
-    first = F.min(F.struct("ts_ms", "topic", "partition", "offset", "key", "txn_id"))
-    spikes = flagged.groupBy("server", "table", "spike").agg(
-        first.alias("first"),
-        F.count(F.lit(1)).alias("n"),
-        F.max("lag_ms").alias("peak"),
-        F.max("threshold_ms").alias("threshold_ms"),
-        F.sort_array(F.collect_list(F.struct("ts_ms", "offset"))).alias("members"),
-    )
-    spike = spikes.select(*finding(LAG_SPIKE,
-        F.concat(F.lit("lag spike: "), F.col("n"), F.lit(" event(s) above "), F.col("threshold_ms"),
-                 F.lit(" ms, peak "), F.col("peak"), F.lit(" ms")),
-        topic=F.col("first.topic"), partition=F.col("first.partition"), offset=F.col("first.offset"),
-        offsets=F.transform("members", lambda m: m["offset"]), key=F.col("first.key"),
-        txn_id=F.col("first.txn_id"), server=F.col("server"), table=F.col("table"),
-    ))
-    return spike
+    """Lag spikes alone over ``events`` (the suite runs ``lag_spike_sql`` with its scope)."""
+    return findings_frame([lag_spike_sql(default_ms, thresholds)], {"lag_scope": events})

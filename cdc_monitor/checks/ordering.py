@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column, Window
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import finding
+from cdc_monitor.checks.sql import SqlFindings, finding_sql, findings_frame, lit
 from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
@@ -44,88 +44,67 @@ def content_hash() -> Column:
     """What makes two data events of a key the same event: op, row images, source position (the value's
     hash without one), the place in its transaction (all of a MongoDB transaction's operations share one
     cluster time, so its position ties them) and what a MongoDB update without its document changed."""
-    return F.xxhash64(
-        F.col("op"), F.col("before"), F.col("after"),
-        F.coalesce(F.col("position").cast("string"), F.col("value_hash").cast("string")),
-        F.col("txn_total_order"), F.col("update_hash"),
+    return F.expr(CONTENT_HASH)
+
+
+CONTENT_HASH = ("xxhash64(op, before, after, coalesce(CAST(position AS STRING), CAST(value_hash AS STRING)), "
+                "txn_total_order, update_hash)")
+_LOC = dict(topic="topic", partition="partition", offset="offset", key="key", txn_id="txn_id", server="server",
+            table="`table`")
+# the keyed records with their place among the key's records: computed once, read by every rule
+_RECORDS = f"""
+SELECT *,
+  min_by(partition, struct(record_ts_ms, partition, offset)) OVER (PARTITION BY topic, key_payload) AS home,
+  size(collect_set(partition) OVER (PARTITION BY topic, key_payload)) > 1 AS multi,
+  {{from_start}} AS from_start,
+  kind = 'data' AND row_number() OVER (PARTITION BY topic, partition, key_payload, content ORDER BY offset) > 1 AS dup,
+  lag(CASE WHEN kind = 'data' THEN op ELSE '~' END) OVER (PARTITION BY topic, partition, key_payload ORDER BY offset)
+    AS prev_any_op
+FROM (SELECT topic, partition, offset, record_ts_ms, key, key_payload, kind, op, snapshot, position, txn_id, server,
+             `table`, CASE WHEN kind = 'data' THEN {CONTENT_HASH} END AS content
+      FROM {{{{events}}}} WHERE kind IN ('data', 'tombstone') AND decode_error IS NULL AND key_payload IS NOT NULL)"""
+# data events in offset order per key, duplicates set aside
+_DATA = """
+SELECT *, lag(op) OVER w AS prev_op, lag(position) OVER w AS prev_pos, lag(snapshot) OVER w AS prev_snapshot,
+  row_number() OVER w AS n
+FROM {ordering_records} WHERE kind = 'data' AND NOT dup AND op IN ('c', 'u', 'd', 'r')
+WINDOW w AS (PARTITION BY topic, partition, key_payload ORDER BY offset)"""
+
+
+def ordering_sql(ctx: CheckContext) -> SqlFindings:
+    """The ordering check's findings as SQL (checks/sql.py) over ``{events}``."""
+    from_start, args = ctx.facts.from_start_sql()
+    first_record = lit("tombstone is the key's first record")
+    return SqlFindings(
+        kept=(("ordering_records", _RECORDS.format(from_start=from_start)),),
+        ctes=(("ordering_data", _DATA),),
+        args=args,
+        selects=(
+            # keys in several partitions of a topic: the partition of the key's first record is home
+            f"""SELECT {finding_sql(KEY_IN_MULTIPLE_PARTITIONS, "concat('key also in partition ', home, ' of this topic')",
+                                    topic="topic", partition="partition", offset="f.offset", offsets="offs",
+                                    key="f.key", txn_id="f.txn_id", server="f.server", table="f.`table`")}
+            FROM (SELECT topic, partition, key_payload, home, min_by(struct(offset, key, txn_id, server, `table`), offset) AS f,
+                         sort_array(collect_list(offset)) AS offs
+                  FROM {{ordering_records}} WHERE multi AND partition != home GROUP BY topic, partition, key_payload, home)""",
+            f"""SELECT {finding_sql(DUPLICATE, lit("same op, row and source position as an earlier event of this key"), **_LOC)}
+            FROM {{ordering_records}} WHERE dup""",
+            f"""SELECT {finding_sql(TOMBSTONE_WITHOUT_DELETE, f"CASE WHEN prev_any_op IS NULL THEN {first_record} "
+                                    "ELSE 'tombstone not preceded by a delete' END", **_LOC)}
+            FROM {{ordering_records}}
+            WHERE kind = 'tombstone' AND CASE WHEN prev_any_op IS NULL THEN from_start AND NOT multi ELSE prev_any_op != 'd' END""",
+            f"""SELECT {finding_sql(POSITION_REGRESSION, "concat('source position ', CAST(position AS STRING), "
+                                    "' is behind the previous ', CAST(prev_pos AS STRING))", **_LOC)}
+            FROM ordering_data WHERE position IS NOT NULL AND prev_pos IS NOT NULL AND NOT snapshot AND NOT prev_snapshot
+              AND position < prev_pos""",
+            f"""SELECT {finding_sql(EVENT_AFTER_DELETE, "concat('op ', op, ' after the key was deleted')", **_LOC)}
+            FROM ordering_data WHERE op IN ('u', 'd') AND prev_op = 'd'""",
+            f"""SELECT {finding_sql(MISSING_CREATE, "concat('op ', op, ' of a key never created in this partition')", **_LOC)}
+            FROM ordering_data WHERE n = 1 AND op IN ('u', 'd') AND from_start AND NOT multi""",
+        ),
     )
 
 
-def _records(events: DataFrame) -> DataFrame:
-    keyed = events.where(
-        F.col("kind").isin("data", "tombstone") & F.col("decode_error").isNull() & F.col("key_payload").isNotNull()
-    )
-    content = content_hash()
-    return keyed.select(
-        "topic", "partition", "offset", "record_ts_ms", "key", "key_payload", "kind", "op", "snapshot",
-        "position", "txn_id", "server", "table",
-        F.when(F.col("kind") == "data", content).alias("content"),
-    )
-
-
-def _loc() -> dict:
-    return dict(topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"), key=F.col("key"),
-                txn_id=F.col("txn_id"), server=F.col("server"), table=F.col("table"))
-
-
-def ordering_findings(events: DataFrame, ctx: CheckContext) -> list[DataFrame]:
-    recs = _records(events)
-    # keys in several partitions of a topic: the partition of the key's first record is home
-    by_key = Window.partitionBy(*KEY)
-    recs = recs.withColumn(
-        "home", F.min_by("partition", F.struct("record_ts_ms", "partition", "offset")).over(by_key)
-    ).withColumn("multi", F.size(F.collect_set("partition").over(by_key)) > 1)
-    recs = recs.withColumn("from_start", ctx.facts.from_start())
-
-    in_part = Window.partitionBy("topic", "partition", "key_payload").orderBy("offset")
-    same = Window.partitionBy("topic", "partition", "key_payload", "content").orderBy("offset")
-    recs = recs.withColumn("dup", (F.col("kind") == "data") & (F.row_number().over(same) > 1))
-    recs = recs.withColumn("prev_any_op", F.lag(F.when(F.col("kind") == "data", F.col("op")).otherwise(F.lit("~"))).over(in_part))
-    recs = ctx.placement.keep(recs)
-
-    loc = _loc()
-    multi = (
-        recs.where(F.col("multi") & (F.col("partition") != F.col("home")))
-        .groupBy("topic", "partition", "key_payload", "home")
-        .agg(F.min_by(F.struct("offset", "key", "txn_id", "server", "table"), "offset").alias("f"),
-             F.sort_array(F.collect_list("offset")).alias("offs"))
-        .select(*finding(KEY_IN_MULTIPLE_PARTITIONS,
-            F.concat(F.lit("key also in partition "), F.col("home"), F.lit(" of this topic")),
-            topic=F.col("topic"), partition=F.col("partition"), offset=F.col("f.offset"), offsets=F.col("offs"),
-            key=F.col("f.key"), txn_id=F.col("f.txn_id"), server=F.col("f.server"), table=F.col("f.table"),
-        ))
-    )
-    duplicates = recs.where("dup").select(*finding(
-        DUPLICATE, F.lit("same op, row and source position as an earlier event of this key"), **loc))
-    tombstones = recs.where(
-        (F.col("kind") == "tombstone")
-        & F.when(F.col("prev_any_op").isNull(), F.col("from_start") & ~F.col("multi"))
-        .otherwise(F.col("prev_any_op") != "d")
-    ).select(*finding(TOMBSTONE_WITHOUT_DELETE,
-        F.when(F.col("prev_any_op").isNull(), F.lit("tombstone is the key's first record"))
-        .otherwise(F.lit("tombstone not preceded by a delete")),
-        **loc,
-    ))
-
-    data = recs.where((F.col("kind") == "data") & ~F.col("dup") & F.col("op").isin("c", "u", "d", "r"))
-    in_data = Window.partitionBy("topic", "partition", "key_payload").orderBy("offset")
-    data = (
-        data.withColumn("prev_op", F.lag("op").over(in_data))
-        .withColumn("prev_pos", F.lag("position").over(in_data))
-        .withColumn("prev_snapshot", F.lag("snapshot").over(in_data))
-        .withColumn("n", F.row_number().over(in_data))
-    )
-    regression = data.where(
-        F.col("position").isNotNull() & F.col("prev_pos").isNotNull() & ~F.col("snapshot") & ~F.col("prev_snapshot")
-        & (F.col("position") < F.col("prev_pos"))
-    ).select(*finding(POSITION_REGRESSION,
-        F.concat(F.lit("source position "), F.col("position").cast("string"), F.lit(" is behind the previous "),
-                 F.col("prev_pos").cast("string")),
-        **loc,
-    ))
-    after_delete = data.where(F.col("op").isin("u", "d") & (F.col("prev_op") == "d")).select(*finding(
-        EVENT_AFTER_DELETE, F.concat(F.lit("op "), F.col("op"), F.lit(" after the key was deleted")), **loc))
-    missing_create = data.where(
-        (F.col("n") == 1) & F.col("op").isin("u", "d") & F.col("from_start") & ~F.col("multi")
-    ).select(*finding(MISSING_CREATE, F.concat(F.lit("op "), F.col("op"), F.lit(" of a key never created in this partition")), **loc))
-    return [multi, duplicates, tombstones, regression, after_delete, missing_create]
+def ordering_findings(events: DataFrame, ctx: CheckContext) -> DataFrame:
+    """The ordering check alone over ``events`` (the suite runs ``ordering_sql`` with its scope)."""
+    return findings_frame([ordering_sql(ctx)], {"events": events}, ctx.placement)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import finding
+from cdc_monitor.checks.sql import SqlFindings, finding_sql, findings_frame
 from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
@@ -34,41 +34,45 @@ def ddl_counts(events: DataFrame) -> DataFrame:
             .groupBy("server", "table").agg(F.count(F.lit(1)).alias("ddl_events")))
 
 
-def _steps(changed: DataFrame) -> DataFrame:
-    """Each change from one version (in order of first appearance) to the next: ``step`` i goes from
+def schema_change_sql() -> SqlFindings:
+    """One finding per version change of a table not covered by a DDL event about the table placed
+    between the old version's last record and the new version's first (by record time). As SQL
+    (checks/sql.py) over ``{events}``.
+
+    Each change from one version (in order of first appearance) to the next: ``step`` i goes from
     version i to i+1 (0-based), at the new version's first record, to be covered by a DDL event timed
     in [lo, hi]: from the old version's last record (its first, where the versions interleave across
     partitions) to the new version's first."""
-    v = F.col("versions")
-    old, new = v[F.col("step")], v[F.col("step") + 1]
-    return changed.select("server", "table", "versions", F.size("versions").alias("n"),
-                          F.explode(F.sequence(F.lit(0), F.size("versions") - 2)).alias("step")).select(
-        "server", "table", "n", "step", new["first"].alias("at"),
-        F.when(old["last_ts"] <= new["first"]["ts"], old["last_ts"]).otherwise(old["first"]["ts"]).alias("lo"),
-        new["first"]["ts"].alias("hi"))
+    old, new = "versions[step]", "versions[step + 1]"
+    message = ("concat('value schema of ', `table`, ' changed (version ', CAST(step + 2 AS string), ' of ', "
+               "CAST(n AS string), ') with no DDL event for it on the schema-change topic between the last record "
+               "of the old version and this one')")
+    return SqlFindings(
+        ctes=(("schema_versions", """
+            SELECT server, `table`, sort_array(collect_list(struct(first, last_ts))) AS versions
+            FROM (SELECT server, `table`, value_schema_hash,
+                         min(struct(record_ts_ms AS ts, topic, partition, offset, key)) AS first, max(record_ts_ms) AS last_ts
+                  FROM {events} WHERE data_event AND value_schema_hash IS NOT NULL GROUP BY server, `table`, value_schema_hash)
+            GROUP BY server, `table`"""),
+              ("schema_steps", f"""
+            SELECT server, `table`, n, step, {new}.first AS at,
+              CASE WHEN {old}.last_ts <= {new}.first.ts THEN {old}.last_ts ELSE {old}.first.ts END AS lo, {new}.first.ts AS hi
+            FROM (SELECT server, `table`, versions, size(versions) AS n, explode(sequence(0, size(versions) - 2)) AS step
+                  FROM schema_versions WHERE size(versions) > 1)"""),
+              # servers whose schema-change events the window holds, and the tables each DDL is about
+              ("schema_ddl", """
+            SELECT server AS ddl_server, explode(ddl_tables) AS ddl_table, record_ts_ms AS ddl_ts
+            FROM {events} WHERE kind = 'schema_change'""")),
+        selects=(f"""SELECT {finding_sql(SCHEMA_CHANGE_WITHOUT_DDL, message, topic="at.topic", partition="at.partition",
+                                         offset="at.offset", key="at.key", server="server", table="`table`")}
+            FROM (SELECT server, `table`, n, step, at, count(ddl_ts) AS ddls
+                  FROM schema_steps JOIN (SELECT DISTINCT server FROM {{events}} WHERE kind = 'schema_change') USING (server)
+                  LEFT JOIN schema_ddl ON server = ddl_server AND `table` = ddl_table AND ddl_ts BETWEEN lo AND hi
+                  GROUP BY server, `table`, n, step, at)
+            WHERE ddls = 0""",),
+    )
 
 
 def schema_change_findings(events: DataFrame) -> DataFrame:
-    """One finding per version change of a table not covered by a DDL event about the table placed
-    between the old version's last record and the new version's first (by record time)."""
-    at = F.struct(F.col("record_ts_ms").alias("ts"), "topic", "partition", "offset", "key")
-    versions = (events.where(F.col("data_event") & F.col("value_schema_hash").isNotNull())
-                .groupBy("server", "table", "value_schema_hash")
-                .agg(F.min(at).alias("first"), F.max("record_ts_ms").alias("last_ts")))
-    changed = versions.groupBy("server", "table").agg(
-        F.sort_array(F.collect_list(F.struct("first", "last_ts"))).alias("versions")).where(F.size("versions") > 1)
-    steps = _steps(changed)
-    ddl = events.where(F.col("kind") == "schema_change")
-    watched = ddl.select("server").distinct()  # servers whose schema-change events the window holds
-    about = ddl.select(F.col("server").alias("ddl_server"), F.explode("ddl_tables").alias("ddl_table"),
-                       F.col("record_ts_ms").alias("ddl_ts"))
-    covering = (F.col("server") == F.col("ddl_server")) & (F.col("table") == F.col("ddl_table")) & F.col("ddl_ts").between(
-        F.col("lo"), F.col("hi"))
-    uncovered = (steps.join(watched, "server").join(about, covering, "left")
-                 .groupBy("server", "table", "n", "step", "at").agg(F.count("ddl_ts").alias("ddls")).where("ddls = 0"))
-    return uncovered.select(*finding(SCHEMA_CHANGE_WITHOUT_DDL,
-        F.concat(F.lit("value schema of "), F.col("table"), F.lit(" changed (version "), (F.col("step") + 2).cast("string"),
-                 F.lit(" of "), F.col("n").cast("string"), F.lit(") with no DDL event for it on the schema-change topic "
-                                                                 "between the last record of the old version and this one")),
-        topic=F.col("at.topic"), partition=F.col("at.partition"), offset=F.col("at.offset"), key=F.col("at.key"),
-        server=F.col("server"), table=F.col("table")))
+    """The rule alone over ``events`` (the suite runs ``schema_change_sql`` with its scope)."""
+    return findings_frame([schema_change_sql()], {"events": events})

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import RecordRule, finding
-from cdc_monitor.checks.ordering import content_hash
+from cdc_monitor.checks.findings import RecordRule
+from cdc_monitor.checks.ordering import CONTENT_HASH
+from cdc_monitor.checks.sql import SqlFindings, finding_sql, findings_frame, lit
 from cdc_monitor.vocabulary import SNAPSHOT_OPS_UNDOCUMENTED, UNKNOWN_FLAVOUR, Rule, Severity
 
 if TYPE_CHECKING:
@@ -54,29 +54,38 @@ def snapshot_rules() -> list[RecordRule]:
         .otherwise(F.lit(": a streamed change marked as a snapshot"))))]
 
 
+def snapshot_restarted_sql() -> SqlFindings:
+    """A table's blocking snapshot read again after its changes were streaming: one finding per
+    table, at its first such read. As SQL (checks/sql.py) over ``{events}``."""
+    at = ", ".join(_AT)
+    message = ("concat('snapshot of ', `table`, ' started again: ', CAST(n AS string), ' snapshot event(s) after its "
+               "changes were streaming (first change at ', since.topic, '[', CAST(since.partition AS string), ']@', "
+               "CAST(since.offset AS string), ')')")
+    return SqlFindings(
+        ctes=(("snapshot_streaming", f"""
+            SELECT server, `table`, min(struct({at})) AS first_change FROM {{events}}
+            WHERE data_event AND change_event GROUP BY server, `table`"""),
+              # snapshot reads by both op and flag (a record whose flag contradicts its op is
+              # snapshot_op_mismatch only); one cause, one finding: a read that repeats an earlier one
+              # exactly (ordering's content hash) is a redelivery, reported as a ``duplicate``, not as a
+              # snapshot started again (a new snapshot reads at a new source position: never exact repeats)
+              ("snapshot_blocking", f"""
+            SELECT * FROM (
+              SELECT *, row_number() OVER (PARTITION BY topic, partition, key_payload, {CONTENT_HASH} ORDER BY offset) AS copy_no
+              FROM {{events}}
+              WHERE data_event AND snapshot_event AND op = 'r' AND NOT coalesce(snapshot_marker, '') IN ({lit(INCREMENTAL)}, 'false'))
+            WHERE key_payload IS NULL OR copy_no = 1""")),
+        selects=(f"""SELECT {finding_sql(SNAPSHOT_RESTARTED, message, topic="at.topic", partition="at.partition",
+                                         offset="at.offset", key="at.key", server="server", table="`table`")}
+            FROM (SELECT server, `table`, min(struct({at}, key)) AS at, count(1) AS n, first(first_change) AS since
+                  FROM snapshot_blocking JOIN snapshot_streaming USING (server, `table`)
+                  WHERE struct({at}) > first_change GROUP BY server, `table`)""",),
+    )
+
+
 def snapshot_restarted_findings(events: DataFrame) -> DataFrame:
-    data = events.where("data_event")
-    streaming = data.where("change_event").groupBy("server", "table").agg(
-        F.min(F.struct(*_AT)).alias("first_change"))
-    # snapshot reads by both op and flag (a record whose flag contradicts its op is snapshot_op_mismatch only)
-    blocking = data.where(F.col("snapshot_event") & (F.col("op") == "r")
-                          & ~F.coalesce(F.col("snapshot_marker"), F.lit("")).isin(INCREMENTAL, "false"))
-    # one cause, one finding: a snapshot read that repeats an earlier one exactly (ordering's
-    # content_hash) is a redelivery, reported as a ``duplicate``, not as a snapshot started again
-    # (a new snapshot reads at a new source position, so its rows are never exact repeats)
-    copies = Window.partitionBy("topic", "partition", "key_payload", content_hash()).orderBy("offset")
-    blocking = blocking.withColumn("copy_no", F.row_number().over(copies)).where(
-        F.col("key_payload").isNull() | (F.col("copy_no") == 1))
-    after = blocking.join(streaming, ["server", "table"]).where(F.struct(*_AT) > F.col("first_change"))
-    per_table = after.groupBy("server", "table").agg(
-        F.min(F.struct(*_AT, "key")).alias("at"), F.count(F.lit(1)).alias("n"), F.first("first_change").alias("since"))
-    return per_table.select(*finding(SNAPSHOT_RESTARTED,
-        F.concat(F.lit("snapshot of "), F.col("table"), F.lit(" started again: "), F.col("n").cast("string"),
-                 F.lit(" snapshot event(s) after its changes were streaming (first change at "),
-                 F.col("since.topic"), F.lit("["), F.col("since.partition").cast("string"), F.lit("]@"),
-                 F.col("since.offset").cast("string"), F.lit(")")),
-        topic=F.col("at.topic"), partition=F.col("at.partition"), offset=F.col("at.offset"), key=F.col("at.key"),
-        server=F.col("server"), table=F.col("table")))
+    """The rule alone over ``events`` (the suite runs ``snapshot_restarted_sql`` with its scope)."""
+    return findings_frame([snapshot_restarted_sql()], {"events": events})
 
 
 def snapshot_progress(events: DataFrame) -> DataFrame:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column, Window
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import RecordRule, finding
+from cdc_monitor.checks.findings import RecordRule
+from cdc_monitor.checks.sql import SqlFindings, finding_sql, findings_frame
 from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
@@ -60,17 +61,23 @@ def source_block_rules() -> list[RecordRule]:
         F.lit("source position field(s) of the wrong form: "), bad, F.lit(" ("), F.col("flavour"), F.lit(")")))]
 
 
-def sequence_findings(events: DataFrame) -> DataFrame:
+def sequence_sql() -> SqlFindings:
     """PostgreSQL's ``source.sequence`` (``["<last commit LSN>","<LSN>"]``) names one place in the WAL:
     an event whose sequence an earlier event (by record time) carried with another ``lsn`` is a
-    ``sequence_conflict``, at the later event (an exact replay repeats both: it is a duplicate)."""
-    src = F.col("source")
-    pg = events.where(F.col("data_event") & (F.col("flavour") == "postgresql") & src["sequence"].isNotNull()
-                      & src["lsn"].isNotNull())
-    first = Window.partitionBy("server", src["sequence"]).orderBy("record_ts_ms", "topic", "partition", "offset")
-    marked = pg.withColumn("first_lsn", F.first(src["lsn"]).over(first))
-    return marked.where(src["lsn"] != F.col("first_lsn")).select(*finding(
-        SEQUENCE_CONFLICT, F.concat(F.lit("source.sequence "), src["sequence"], F.lit(" with lsn "), src["lsn"],
-                                      F.lit(": an earlier event had it with lsn "), F.col("first_lsn")),
-        topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"), key=F.col("key"),
-        txn_id=F.col("txn_id"), server=F.col("server"), table=F.col("table")))
+    ``sequence_conflict``, at the later event (an exact replay repeats both: it is a duplicate).
+    As SQL (checks/sql.py) over ``{events}``."""
+    message = ("concat('source.sequence ', source.sequence, ' with lsn ', source.lsn, "
+               "': an earlier event had it with lsn ', first_lsn)")
+    return SqlFindings(selects=(f"""
+        SELECT {finding_sql(SEQUENCE_CONFLICT, message, topic="topic", partition="partition", offset="offset", key="key",
+                            txn_id="txn_id", server="server", table="`table`")}
+        FROM (SELECT *, first(source.lsn) OVER (PARTITION BY server, source.sequence
+                                                ORDER BY record_ts_ms, topic, partition, offset) AS first_lsn
+              FROM {{events}} WHERE data_event AND flavour = 'postgresql' AND source.sequence IS NOT NULL
+                AND source.lsn IS NOT NULL)
+        WHERE source.lsn != first_lsn""",))
+
+
+def sequence_findings(events: DataFrame) -> DataFrame:
+    """The sequence rule alone over ``events`` (the suite runs ``sequence_sql`` with its scope)."""
+    return findings_frame([sequence_sql()], {"events": events})

@@ -15,10 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Window
-from pyspark.sql import functions as F
-
-from cdc_monitor.checks.findings import finding
+from cdc_monitor.checks.sql import SqlFindings, finding_sql, findings_frame, lit
 from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
@@ -33,25 +30,28 @@ DEFAULT_STALL_MS = 60_000
 _KINDS = ("data", "tombstone", "transaction", "heartbeat")
 
 
+def stall_sql(threshold_ms: int | None = None) -> SqlFindings:
+    """The stall check's findings as SQL (checks/sql.py) over ``{events}``."""
+    auto = f"coalesce(percentile_approx(beat_gap, 0.5) OVER (PARTITION BY server) * {HEARTBEATS_PER_THRESHOLD}, {DEFAULT_STALL_MS})"
+    threshold = f"CAST({lit(threshold_ms)} AS bigint)" if threshold_ms is not None else auto
+    silence = "(next_ts - record_ts_ms)"
+    message = (f"concat('server ', server, ' wrote nothing for ', CAST(CAST({silence} / 1000 AS decimal(18,3)) AS string), "
+               "' s (from ', CAST(timestamp_millis(record_ts_ms) AS string), ' to ', "
+               "CAST(timestamp_millis(next_ts) AS string), ' UTC; threshold ', "
+               "CAST(CAST(threshold_ms / 1000 AS decimal(18,3)) AS string), ' s)')")
+    return SqlFindings(
+        ctes=(("stall_gaps", f"""
+            SELECT *, lead(record_ts_ms) OVER (PARTITION BY server ORDER BY record_ts_ms, topic, partition, offset) AS next_ts,
+              CASE WHEN kind = 'heartbeat'
+                THEN record_ts_ms - lag(record_ts_ms) OVER (PARTITION BY server, kind ORDER BY record_ts_ms, offset) END AS beat_gap
+            FROM (SELECT server, kind, record_ts_ms, topic, partition, offset, key FROM {{events}}
+                  WHERE server IS NOT NULL AND record_ts_ms IS NOT NULL AND kind IN ({", ".join(map(lit, _KINDS))}))"""),),
+        selects=(f"""SELECT {finding_sql(CONNECTOR_STALLED, message, topic="topic", partition="partition", offset="offset",
+                                         key="key", server="server")}
+            FROM (SELECT *, {threshold} AS threshold_ms FROM stall_gaps) WHERE {silence} > threshold_ms""",),
+    )
+
+
 def stall_findings(events: DataFrame, threshold_ms: int | None = None) -> DataFrame:
-    recs = events.where(F.col("server").isNotNull() & F.col("record_ts_ms").isNotNull() & F.col("kind").isin(*_KINDS)).select(
-        "server", "kind", "record_ts_ms", "topic", "partition", "offset", "key")
-    by_server = Window.partitionBy("server").orderBy("record_ts_ms", "topic", "partition", "offset")
-    per_server = Window.partitionBy("server")
-    gaps = recs.withColumn("next_ts", F.lead("record_ts_ms").over(by_server))
-    beats = Window.partitionBy("server", "kind").orderBy("record_ts_ms", "offset")
-    gaps = gaps.withColumn("beat_gap", F.when(F.col("kind") == "heartbeat",
-                                              F.col("record_ts_ms") - F.lag("record_ts_ms").over(beats)))
-    auto = F.coalesce(F.percentile_approx("beat_gap", 0.5).over(per_server) * HEARTBEATS_PER_THRESHOLD,
-                      F.lit(DEFAULT_STALL_MS))
-    threshold = F.lit(threshold_ms).cast("bigint") if threshold_ms is not None else auto
-    stalled = gaps.withColumn("threshold_ms", threshold).where(
-        (F.col("next_ts") - F.col("record_ts_ms")) > F.col("threshold_ms"))
-    return stalled.select(*finding(CONNECTOR_STALLED,
-        F.concat(F.lit("server "), F.col("server"), F.lit(" wrote nothing for "),
-                 ((F.col("next_ts") - F.col("record_ts_ms")) / 1000).cast("decimal(18,3)").cast("string"),
-                 F.lit(" s (from "), F.timestamp_millis("record_ts_ms").cast("string"), F.lit(" to "),
-                 F.timestamp_millis("next_ts").cast("string"), F.lit(" UTC; threshold "),
-                 (F.col("threshold_ms") / 1000).cast("decimal(18,3)").cast("string"), F.lit(" s)")),
-        topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"), key=F.col("key"),
-        server=F.col("server")))
+    """The stall check alone over ``events`` (the suite runs ``stall_sql`` with its scope)."""
+    return findings_frame([stall_sql(threshold_ms)], {"events": events})

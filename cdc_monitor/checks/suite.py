@@ -10,14 +10,15 @@ from typing import TYPE_CHECKING
 
 from cdc_monitor.checks.decode import decode_rules
 from cdc_monitor.checks.findings import record_findings
-from cdc_monitor.checks.lag import lag_rules, lag_spike_findings, lag_table
-from cdc_monitor.checks.ordering import ordering_findings
+from cdc_monitor.checks.lag import lag_rules, lag_spike_sql, lag_table
+from cdc_monitor.checks.ordering import ordering_sql
 from cdc_monitor.checks.registry_schemas import avro_rules
 from cdc_monitor.checks.schema import embedded_schema_findings, envelope_rules, topic_findings
-from cdc_monitor.checks.schema_changes import schema_change_findings
-from cdc_monitor.checks.snapshots import snapshot_restarted_findings, snapshot_rules
-from cdc_monitor.checks.source_block import sequence_findings, source_block_rules
-from cdc_monitor.checks.stalls import stall_findings
+from cdc_monitor.checks.schema_changes import schema_change_sql
+from cdc_monitor.checks.snapshots import snapshot_restarted_sql, snapshot_rules
+from cdc_monitor.checks.source_block import sequence_sql, source_block_rules
+from cdc_monitor.checks.sql import findings_frame
+from cdc_monitor.checks.stalls import stall_sql
 from cdc_monitor.checks.transactions import marker_rules, transaction_check
 from cdc_monitor.vocabulary import SCOPES
 
@@ -54,6 +55,12 @@ def run_checks(events: DataFrame, ctx: CheckContext, texts: DataFrame | None = N
     fresh = events if fresh is None else fresh
     # a check whose input the window does not hold (``facts``) is not planned: it would find nothing
     tx = transaction_check(events, ctx) if facts.has_transactions else None
+    relations = {"events": events, "fresh": fresh, "lag_scope": events if lag_scope is None else lag_scope}
+    # the per-table checks written as SQL: one statement (checks/sql.py)
+    per_table = [*([schema_change_sql()] if facts.has_schema_changes else []),
+                 *([snapshot_restarted_sql()] if facts.has_snapshot_events else []),
+                 lag_spike_sql(config.lag_threshold_ms, config.table_lag_threshold_ms),
+                 stall_sql(config.stall_threshold_ms), sequence_sql()]
     by_scope = {
         # decode, lag and envelope rules need only the record itself: one pass for all of them
         "record": [record_findings(fresh, [*decode_rules(), *avro_rules(), *lag_rules(), *envelope_rules(),
@@ -61,14 +68,8 @@ def run_checks(events: DataFrame, ctx: CheckContext, texts: DataFrame | None = N
                                          *source_block_rules()]),
                    *(embedded_schema_findings(fresh if texts is None else texts, ctx.shapes)
                      if facts.has_embedded_schemas else [])],
-        "key": ordering_findings(events, ctx),
+        "key": [findings_frame([ordering_sql(ctx)], relations, ctx.placement)],
         "transaction": tx.findings if tx is not None else [],
-        "table": [topic_findings(fresh),
-                  *([schema_change_findings(events)] if facts.has_schema_changes else []),
-                  *([snapshot_restarted_findings(events)] if facts.has_snapshot_events else []),
-                  lag_spike_findings(events if lag_scope is None else lag_scope, config.lag_threshold_ms,
-                                     config.table_lag_threshold_ms),
-                  stall_findings(events, config.stall_threshold_ms),
-                  sequence_findings(events)],
+        "table": [topic_findings(fresh), findings_frame(per_table, relations, ctx.placement)],
     }
     return CheckedResult(by_scope=by_scope, lag=lag_table(fresh), transactions=tx.transactions if tx is not None else None)

@@ -32,7 +32,7 @@ def _events(spark, rows):
 
 def test_ordering_on_three_hand_made_records(spark):
     events = _events(spark, [_change(0, "c", 100), _change(1, "u", 300), _change(2, "u", 200)])
-    found = [r.asDict() for f in ordering_findings(events, CheckContext()) for r in f.collect()]
+    found = [r.asDict() for r in ordering_findings(events, CheckContext()).collect()]
     assert [(f["rule"], f["offset"]) for f in found] == [(POSITION_REGRESSION.name, 2)]
 
 

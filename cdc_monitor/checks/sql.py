@@ -1,0 +1,109 @@
+"""Checks written as SQL text: one statement per scope, analysed by Spark once.
+
+A check built with the DataFrame API pays, per step, a JVM call per column expression and an
+analysis of the new frame (a warm 1k-record watch batch built ~250 frames: 572 analyser runs and
+~19k JVM calls, 6.5 s with no job running). A check written here declares its findings as text
+instead: named subqueries (``SqlFindings.ctes``) over the window's relations and SELECTs giving
+rows of the finding contract (``finding_sql``). ``findings_frame`` joins the checks of one scope
+into one ``WITH ... SELECT ... UNION ALL ...`` statement and runs it through ``spark.sql`` with the
+relations as frames (``{events}``, ``{fresh}``, ``{lag_scope}``) and the window's facts as named
+parameters (``:name``): one call, one analysis. The ordering check, written both ways over the
+same 2.7k checkpointed events, warm: 0.67-0.85 s and ~1.6k JVM calls to build as frames, 0.20-0.42
+s and 5 calls as text.
+
+Braces are placeholders (Python's ``str.format``): a literal brace in a check's text is doubled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cdc_monitor.checks.findings import FINDING_SCHEMA, MAX_OFFSETS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from cdc_monitor.checks.context import Placement
+    from cdc_monitor.vocabulary import Rule
+
+RELATIONS = ("events", "fresh", "lag_scope")  # the frames a check's text reads, as {name}
+
+
+def lit(value: str | int | bool | None) -> str:
+    """``value`` as a SQL literal (text quoted, quotes and backslashes escaped)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def key_payload_sql(key: str) -> str:
+    """``findings.key_payload`` in SQL: the payload of a key with an embedded schema, else the key."""
+    payload = f"get_json_object({key}, '$.payload')"
+    return f"CASE WHEN get_json_object({key}, '$.schema') IS NOT NULL AND {payload} IS NOT NULL THEN {payload} ELSE {key} END"
+
+
+def finding_sql(rule: Rule, message: str, *, topic: str | None = None, partition: str | None = None,
+                offset: str | None = None, offsets: str | None = None, key: str | None = None,
+                txn_id: str | None = None, server: str | None = None, table: str | None = None) -> str:
+    """The select-list of a finding of ``rule`` (``findings.finding`` in SQL): each argument an
+    expression over the subquery it selects from; a missing location is a typed null."""
+    def typed(expr: str | None, typ: str) -> str:
+        return f"CAST({expr if expr is not None else 'NULL'} AS {typ})"
+
+    offset_sql = typed(offset, "bigint")
+    if offsets is None:
+        offsets = f"CASE WHEN {offset_sql} IS NOT NULL THEN array({offset_sql}) END"
+    columns = [
+        (lit(rule.check), "check"), (lit(rule.name), "rule"), (lit(rule.severity), "severity"),
+        (typed(topic, "string"), "topic"), (typed(partition, "int"), "partition"), (offset_sql, "offset"),
+        (f"slice(CAST({offsets} AS array<bigint>), 1, {MAX_OFFSETS})", "offsets"),
+        (key_payload_sql(typed(key, "string")), "key"), (typed(txn_id, "string"), "txn_id"),
+        (f"CAST({message} AS string)", "message"), (typed(server, "string"), "server"), (typed(table, "string"), "table"),
+    ]
+    return ", ".join(f"{expr} AS `{name}`" for expr, name in columns)
+
+
+@dataclass(frozen=True)
+class SqlFindings:
+    """One check's findings as SQL text over ``RELATIONS`` (see the module)."""
+
+    selects: tuple[str, ...]  # each a SELECT of ``finding_sql`` rows
+    ctes: tuple[tuple[str, str], ...] = ()  # (name, SELECT), each may read the relations and earlier ones
+    # subqueries computed once and kept by the window's placement (persisted), for a check whose
+    # intermediate rows several selects read on a large window: (name, SELECT over the relations),
+    # then read by the ctes and selects as {name}
+    kept: tuple[tuple[str, str], ...] = ()
+    args: Mapping[str, Any] = field(default_factory=dict)  # named parameters (:name)
+
+
+def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFrame],
+                   placement: Placement | None = None) -> DataFrame:
+    """The findings of ``checks`` (rows of ``FINDING_SCHEMA``) as one frame: one statement, one
+    ``spark.sql`` call (one more per kept subquery)."""
+    spark = next(iter(relations.values())).sparkSession
+    frames: dict[str, DataFrame] = dict(relations)
+    args: dict[str, Any] = {}
+    ctes: list[tuple[str, str]] = []
+    selects: list[str] = []
+    for check in checks:
+        for name, text in check.kept:
+            kept = spark.sql(text, args=dict(check.args), **frames)
+            frames[name] = placement.keep(kept) if placement is not None else kept
+        clash = set(check.args) & set(args) - {k for k in check.args if args.get(k) == check.args[k]}
+        assert not clash, f"two checks bind different values to :{clash}"
+        args.update(check.args)
+        ctes += check.ctes
+        selects += check.selects
+    names = [n for n, _ in ctes]
+    assert len(set(names)) == len(names), f"subquery names repeat: {names}"
+    if not selects:
+        return spark.createDataFrame([], FINDING_SCHEMA)
+    text = (("WITH " + ",\n".join(f"{n} AS ({q})" for n, q in ctes) + "\n") if ctes else "") + \
+        "\nUNION ALL\n".join(f"SELECT * FROM ({s})" for s in selects)
+    return spark.sql(text, args=args, **frames)
