@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import statistics
+import sys
 import time
 from types import ModuleType
 
@@ -23,6 +24,7 @@ def _load(folder: str, name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"baseline_{name}", f"{folder}/cdc_monitor/checks/{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclasses look their module up)
     spec.loader.exec_module(module)
     return module
 
