@@ -14,9 +14,8 @@ from cdc_monitor.checks.stalls import CONNECTOR_STALLED
 class Kept:
     """A placement that records what it keeps (the engine's ``FrameCache`` persists it)."""
 
-    one_partition = False
-
-    def __init__(self):
+    def __init__(self, one_partition: bool = False):
+        self.one_partition = one_partition
         self.kept = []
 
     def keep(self, frame):
@@ -59,11 +58,15 @@ def test_checks_of_one_scope_are_one_statement_with_their_kept_subqueries_and_pa
         ctes=(("by_topic", "SELECT topic, max(offset) AS offset FROM {events} GROUP BY topic"),),
         args={"from_offset": 1},  # the same value under the same name: one parameter
         selects=(f"SELECT {finding_sql(CONNECTOR_STALLED, lit('last'), **base)} FROM by_topic WHERE offset >= :from_offset",))
-    placement = Kept()
-    got = findings_frame([first, second], {"events": events}, placement)
-    assert len(placement.kept) == 1
-    assert sorted((r["rule"], r["topic"], r["offset"]) for r in got.collect()) == [
-        ("connector_stalled", "a", 5), ("connector_stalled", "b", 2), ("duplicate", "a", 5), ("duplicate", "b", 2)]
+    expected = [("connector_stalled", "a", 5), ("connector_stalled", "b", 2), ("duplicate", "a", 5), ("duplicate", "b", 2)]
+    spread = Kept()  # a window over several partitions: the kept rows are persisted once
+    got = findings_frame([first, second], {"events": events}, spread)
+    assert len(spread.kept) == 1
+    assert sorted((r["rule"], r["topic"], r["offset"]) for r in got.collect()) == expected
+    single = Kept(one_partition=True)  # in one partition: a subquery of the one statement
+    got = findings_frame([first, second], {"events": events}, single)
+    assert single.kept == []
+    assert sorted((r["rule"], r["topic"], r["offset"]) for r in got.collect()) == expected
     clashing = SqlFindings(selects=second.selects, args={"from_offset": 3})
     with pytest.raises(AssertionError, match="from_offset"):
         findings_frame([first, clashing], {"events": events})
