@@ -6,10 +6,9 @@ analysis of the new frame (a warm 1k-record watch batch built ~250 frames: 572 a
 instead: named subqueries (``SqlFindings.ctes``) over the window's relations and SELECTs giving
 rows of the finding contract (``finding_sql``). ``findings_frame`` joins the checks of one scope
 into one ``WITH ... SELECT ... UNION ALL ...`` statement and runs it through ``spark.sql`` with the
-relations as frames (``{events}``, ``{fresh}``, ``{lag_scope}``) and the window's facts as named
-parameters (``:name``): one call, one analysis. The ordering check, written both ways over the
-same 2.7k checkpointed events, warm: 0.67-0.85 s and ~1.6k JVM calls to build as frames, 0.20-0.42
-s and 5 calls as text.
+relations as frames (``{events}``, ``{lag_scope}``) and the window's facts as named parameters
+(``:name``): one call, one analysis. The six checks written so, planned with their union, warm:
+0.55-0.62 s against 1.25-1.41 s as frames (``benchmarks.sql_checks``; docs/performance.md).
 
 Braces are placeholders (Python's ``str.format``): a literal brace in a check's text is doubled.
 """
@@ -27,9 +26,6 @@ if TYPE_CHECKING:
 
     from cdc_monitor.checks.context import Placement
     from cdc_monitor.vocabulary import Rule
-
-RELATIONS = ("events", "fresh", "lag_scope")  # the frames a check's text reads, as {name}
-
 
 def lit(value: str | int | bool | None) -> str:
     """``value`` as a SQL literal (text quoted, quotes and backslashes escaped)."""
@@ -71,7 +67,7 @@ def finding_sql(rule: Rule, message: str, *, topic: str | None = None, partition
 
 @dataclass(frozen=True)
 class SqlFindings:
-    """One check's findings as SQL text over ``RELATIONS`` (see the module)."""
+    """One check's findings as SQL text over the window's relations (see the module)."""
 
     selects: tuple[str, ...]  # each a SELECT of ``finding_sql`` rows
     ctes: tuple[tuple[str, str], ...] = ()  # (name, SELECT), each may read the relations and earlier ones
@@ -93,27 +89,20 @@ def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFr
     args: dict[str, Any] = {}
     ctes: list[tuple[str, str]] = []
     selects: list[str] = []
-    persist = placement is not None and not placement.one_partition
+    keep = placement.keep if placement is not None and not placement.one_partition else None
     for check in checks:
         named: list[str] = []  # kept subqueries of the statement: {name} becomes the name
         for name, text in check.kept:
-            if persist:
-                assert placement is not None
-                frames[name] = placement.keep(spark.sql(text, args=dict(check.args), **frames))
+            if keep is not None:
+                frames[name] = keep(spark.sql(text, args=dict(check.args), **frames))
             else:
                 ctes.append((name, text))
                 named.append(name)
-
-        def resolved(text: str, named: list[str] = named) -> str:
-            for name in named:
-                text = text.replace("{" + name + "}", name)
-            return text
-
-        clash = set(check.args) & set(args) - {k for k in check.args if args.get(k) == check.args[k]}
+        clash = {k for k, v in check.args.items() if k in args and args[k] != v}
         assert not clash, f"two checks bind different values to :{clash}"
         args.update(check.args)
-        ctes += [(name, resolved(text)) for name, text in check.ctes]
-        selects += [resolved(text) for text in check.selects]
+        ctes += [(name, _named(text, named)) for name, text in check.ctes]
+        selects += [_named(text, named) for text in check.selects]
     names = [n for n, _ in ctes]
     assert len(set(names)) == len(names), f"subquery names repeat: {names}"
     if not selects:
@@ -121,3 +110,10 @@ def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFr
     text = (("WITH " + ",\n".join(f"{n} AS ({q})" for n, q in ctes) + "\n") if ctes else "") + \
         "\nUNION ALL\n".join(f"SELECT * FROM ({s})" for s in selects)
     return spark.sql(text, args=args, **frames)
+
+
+def _named(text: str, names: list[str]) -> str:
+    """``text`` with the placeholders ``{name}`` of subqueries of the statement made their names."""
+    for name in names:
+        text = text.replace("{" + name + "}", name)
+    return text

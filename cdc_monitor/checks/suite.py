@@ -55,7 +55,7 @@ def run_checks(events: DataFrame, ctx: CheckContext, texts: DataFrame | None = N
     fresh = events if fresh is None else fresh
     # a check whose input the window does not hold (``facts``) is not planned: it would find nothing
     tx = transaction_check(events, ctx) if facts.has_transactions else None
-    relations = {"events": events, "fresh": fresh, "lag_scope": events if lag_scope is None else lag_scope}
+    relations = {"events": events, "lag_scope": events if lag_scope is None else lag_scope}
     # the per-table checks written as SQL: one statement (checks/sql.py)
     per_table = [*([schema_change_sql()] if facts.has_schema_changes else []),
                  *([snapshot_restarted_sql()] if facts.has_snapshot_events else []),
