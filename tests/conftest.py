@@ -12,7 +12,6 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # out a long test started last
 LONG_FIRST = (
     "tests/test_broker_faults.py::",
-    "tests/test_watch.py::",
     "tests/test_avro.py::test_avro_from_kafka",
     "tests/test_kafka_source.py::test_cli_generate_to_kafka_then_scan_a_time_window_on_a_cluster",
     "tests/test_accuracy.py::test_every_injected_fault_is_found_exactly",

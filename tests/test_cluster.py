@@ -1,7 +1,7 @@
 """The session's Spark standalone cluster (tests/conftest.py: a master and two workers, executors
 in JVMs of their own) really lacks cdc-monitor in its executors' Python, so the cluster runs
 elsewhere prove the driver ships it: a Kafka scan (tests/test_kafka_source.py), the gate
-(tests/test_gate.py) and a watch restarted onto the cluster (tests/test_watch.py), each equal to
+(tests/test_gate.py) and a watch restarted onto the cluster (tests/test_broker_faults.py), each equal to
 local mode."""
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def avro_records(spark, traffic, registry_url: str):
     return spark.createDataFrame(rows, KAFKA_SCHEMA)
 
 
-@pytest.mark.parametrize("flavour,cuts", [("mysql", 2)])  # sqlserver in bursts: tests/test_watch.py
+@pytest.mark.parametrize("flavour,cuts", [("mysql", 2)])  # sqlserver in bursts: tests/test_broker_faults.py
 def test_every_fault_is_counted_once_across_batches(spark, tmp_path, flavour, cuts):
     """The real streaming query (stateful carry operators on RocksDB) over micro-batches cut as a
     per-trigger cap cuts them, the transaction topics read ahead (whole in the first batch: a transaction whose END comes
@@ -75,7 +75,7 @@ def test_every_fault_is_counted_once_across_batches(spark, tmp_path, flavour, cu
             avro_records(spark, avro, registry.url)).cache()
         # the checks read the events without their raw texts and spread over partitions, as in a
         # large batch (5,000 rows and more; more than one_partition_rows); the embedded-schema check
-        # reads the new records with theirs (test_watch.py: small batches, one checkpoint with the
+        # reads the new records with theirs (test_broker_faults.py: small batches, one checkpoint with the
         # texts, in one partition)
         settings = WatchSettings(scan=ScanConfig(schema_registry={"url": registry.url}, one_partition_rows=0),
                                  narrow_from_rows=0)

@@ -45,7 +45,7 @@ def test_watch_through_spark_kafka_connector_counts_exactly(spark, kafka_broker,
     settings = WatchSettings(scan=cfg, transaction_servers=cfg.roles.transaction_servers(topics),
                              topic_partitions=tuple((t, existing[t]) for t in topics))
     # Spark's connector: the bundled reader's exact counts on the same kind of traffic are
-    # tests/test_watch.py's and tests/test_broker_faults.py's (one reader per test: a run is ~30 s)
+    # tests/test_broker_faults.py's (one reader per test: a run is ~30 s)
     _, state = run_stream(spark, None, tmp_path / "ckpt", settings, stream=open_stream(spark, options, "spark", topics))
     assert state.totals["records"][""] == len(traffic.records)
     found = Counter()
