@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.measure import _rss_and_kind, _tree
+
 HZ = os.sysconf("SC_CLK_TCK")
 PHASES = (("DeduplicateRelations", "analysis: DeduplicateRelations"), ("CheckAnalysis", "analysis: CheckAnalysis"),
           ("Analyzer.executeAndCheck", "analysis: other rules"), ("optimizedPlan", "optimizer"),
@@ -28,32 +30,33 @@ PHASES = (("DeduplicateRelations", "analysis: DeduplicateRelations"), ("CheckAna
           ("Class.forName", "py4j class lookups"))
 
 
-def _stat(path: str) -> tuple[int, float]:
-    """(parent pid, CPU seconds) of a /proc stat file."""
-    with open(path) as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / HZ
+THREADS = {"Thread-#": "JVM: py4j (build, analyse, plan)", "C# CompilerThre": "JVM: JIT compiler",
+           "Executor task i": "JVM: executor tasks"}
+
+
+def _cpu(stat: Path) -> float:
+    """CPU seconds of a /proc stat file (a process's or one of its threads')."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / HZ
 
 
 def cpu_by_kind() -> collections.Counter:
-    """CPU seconds so far of this process, its JVM's threads by kind and its other children."""
+    """CPU seconds so far of this process, its JVM's threads by kind and its other descendants
+    (the Python workers the JVM starts)."""
     out: collections.Counter = collections.Counter()
     me = os.getpid()
-    out["python driver"] = _stat(f"/proc/{me}/stat")[1]
-    for proc in Path("/proc").glob("[0-9]*"):
+    for pid in _tree(me):
+        proc = Path(f"/proc/{pid}")
         try:
-            parent, cpu = _stat(str(proc / "stat"))
-            if parent != me:
-                continue
-            if b"java" not in (proc / "cmdline").read_bytes():
-                out["python workers"] += cpu
-                continue
-            for task in (proc / "task").iterdir():
-                name = re.sub(r"\d+", "#", (task / "comm").read_text().strip())
-                kind = {"Thread-#": "JVM: py4j (build, analyse, plan)", "C# CompilerThre": "JVM: JIT compiler",
-                        "Executor task i": "JVM: executor tasks"}.get(name, "JVM: GC" if "GC" in name or "G# " in name
-                                                                      else "JVM: other")
-                out[kind] += _stat(str(task / "stat"))[1]
+            if pid == me:
+                out["python driver"] += _cpu(proc / "stat")
+            elif _rss_and_kind(pid)[1] != "jvm":
+                out["python workers and other processes"] += _cpu(proc / "stat")
+            else:
+                for task in (proc / "task").iterdir():
+                    name = re.sub(r"\d+", "#", (task / "comm").read_text().strip())
+                    gc = "GC" in name or name.startswith("G# ")
+                    out[THREADS.get(name, "JVM: GC" if gc else "JVM: other")] += _cpu(task / "stat")
         except OSError:
             continue
     return out
@@ -128,14 +131,10 @@ def main() -> None:
 
 
 def _jvm_pid() -> int:
-    me = os.getpid()
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            if _stat(str(proc / "stat"))[0] == me and b"java" in (proc / "cmdline").read_bytes():
-                return int(proc.name)
-        except OSError:
-            continue
-    raise RuntimeError("no driver JVM under this process")
+    jvms = [pid for pid in _tree(os.getpid()) if _rss_and_kind(pid)[1] == "jvm"]
+    if not jvms:
+        raise RuntimeError("no driver JVM under this process")
+    return jvms[0]
 
 
 if __name__ == "__main__":

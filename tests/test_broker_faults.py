@@ -120,6 +120,11 @@ class World:
     def metrics(self) -> dict[str, list]:
         return metrics(self.port)
 
+    @property
+    def head_read_first(self) -> int:
+        """faults1's records before test 3 adds customers' third partition."""
+        return len(self.head) - _sent(self.head, topic=CUSTOMERS, partition=2)
+
     def records(self, samples: dict[str, list]) -> int:
         """faults1's records counted (sqlserver1's are all read by the first test)."""
         return int(total(samples, "cdc_records_total")) - len(self.faulty.records)
@@ -187,7 +192,7 @@ def _sent(records, **where) -> int:
 
 
 def test_1_a_kill_mid_batch_and_a_restart_count_every_record_and_fault_once(world):
-    expected = len(world.head) - _sent(world.head, topic=CUSTOMERS, partition=2)
+    expected = world.head_read_first
     after = world.wait(lambda m: world.records(m) >= expected, f"{expected} records counted", timeout=300)
     # counters continued from the checkpoint: nothing lost, nothing counted twice
     assert world.records(after) == expected and findings(after) == Counter()
@@ -213,7 +218,7 @@ def test_2_the_batch_spark_runs_again_is_skipped_and_the_newest_transaction_is_o
     else:
         raise AssertionError("no overdue transaction, skipped re-run, completed window or state size reported")
     assert total(samples, "cdc_window_transactions", status="overdue") == 1  # faults1 has no transactions
-    assert world.records(samples) == len(world.head) - _sent(world.head, topic=CUSTOMERS, partition=2)  # none twice
+    assert world.records(samples) == world.head_read_first  # none counted twice
     # the state lives in Spark's state store: its size is reported, the driver holds no per-key state
     assert total(samples, "cdc_monitor_state_driver_rss_bytes", job=JOB) > 0
 
