@@ -10,10 +10,10 @@ import time
 
 def main(paths: list[str]) -> dict[str, float]:
     from cdc_monitor.checks.context import CheckContext
-    from cdc_monitor.checks.lag import lag_findings, lag_table
+    from cdc_monitor.checks.lag import lag_spike_findings, lag_table
     from cdc_monitor.checks.ordering import ordering_findings
-    from cdc_monitor.checks.schema import embedded_schema_findings, envelope_findings
     from cdc_monitor.checks.transactions import transaction_check
+    from cdc_monitor.checks.verdicts import verdict_findings
     from cdc_monitor.config import ScanConfig
     from cdc_monitor.decoding import decode_records
     from cdc_monitor.engine.cache import FrameCache
@@ -38,16 +38,12 @@ def main(paths: list[str]) -> dict[str, float]:
             f.count()
         costs[name] = round(time.perf_counter() - started, 2)
 
-    timed("lag", lag_findings(events, cfg.lag_threshold_ms, cfg.table_lag_threshold_ms))
+    timed("record_verdicts", [verdict_findings(events)])  # every per-record rule, judged by the decoder
+    timed("lag_spikes", [lag_spike_findings(events, cfg.lag_threshold_ms, cfg.table_lag_threshold_ms)])
     started = time.perf_counter()
     lag_table(events).collect()
     costs["lag_table"] = round(time.perf_counter() - started, 2)
     timed("transactions", transaction_check(events, CheckContext(facts, cfg, FrameCache())).findings)
-    timed("schema_envelope", envelope_findings(events))
-    started = time.perf_counter()
-    frames = embedded_schema_findings(events)
-    costs["schema_embedded_plan"] = round(time.perf_counter() - started, 2)
-    timed("schema_embedded", frames)
     timed("ordering", [ordering_findings(events, CheckContext(facts, cfg, FrameCache()))])
     return {k: round(v, 2) for k, v in costs.items()}
 

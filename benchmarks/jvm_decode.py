@@ -1,16 +1,15 @@
-"""What a purpose-built JVM decoder could cost, beside cdc-monitor's decoding in Spark.
+"""What decoding costs per record: cdc-monitor's decoder (the Java UDF, with every per-record
+verdict, and the events frame around it) beside reading the records alone, in one warm session,
+and optionally a baseline checkout's decode measured the same way in the same command.
 
-`--udf` measures it inside Spark instead: `benchmarks/jvm/DecodeUdf.java` registered as a Java UDF
-(Spark's public API) over the same checkpointed records, beside reading them and beside
-`decode_records`, in one session: wall seconds (best of three warm runs) and CPU per record (the
-driver JVM's and this process's CPU, from /proc, over those runs).
+``python -m benchmarks.jvm_decode [--events 100000] [--runs 3] [--baseline DIR] [--floor]``
 
-`python -m benchmarks.jvm_decode [--events 100000] [--runs 5]` compiles `benchmarks/jvm/DecodeFloor.java`
-(needs a JDK's javac) against the Jackson that pyspark ships and runs it on the harness's capture:
-one streaming pass over each kcat line and one over its value and key, on one thread, picking out
-what the decoder reads (see the class). No Spark rows are built, so this is a lower bound for a
-decoder inside Spark; it is set against the Spark decode's rate per core measured in the same run
-(the decode of the same records, checkpointed first, on all cores, best of three warm runs).
+Per variant: wall seconds (best of ``--runs`` warm runs of a ``noop`` write, after one warm-up) and
+CPU per record (the driver JVM's and this process's CPU, from /proc, over those runs, divided by
+the records). ``--baseline DIR``: another checkout (``git worktree add /tmp/base <commit>``) whose
+``cdc_monitor`` is put first on the path of a second process measuring the same capture. ``--floor``
+also runs ``benchmarks/jvm/DecodeFloor.java`` (one streaming Jackson pass per record on one thread,
+no Spark: a lower bound).
 """
 
 from __future__ import annotations
@@ -28,39 +27,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def jvm_rate(paths: list[str], runs: int) -> dict:
+def jvm_floor(paths: list[str], runs: int) -> dict:
     import pyspark
 
     jars = Path(pyspark.__file__).parent / "jars"
     (core,) = jars.glob("jackson-core-*.jar")
-    javac = shutil.which("javac")
-    if javac is None:
-        sys.exit("benchmarks.jvm_decode: needs a JDK (javac)")
+    if shutil.which("javac") is None:
+        sys.exit("benchmarks.jvm_decode: --floor needs a JDK (javac)")
     with tempfile.TemporaryDirectory() as classes:
-        subprocess.run([javac, "-nowarn", "-cp", str(core), "-d", classes, str(HERE / "jvm" / "DecodeFloor.java")], check=True)
+        subprocess.run(["javac", "-nowarn", "-cp", str(core), "-d", classes, str(HERE / "jvm" / "DecodeFloor.java")], check=True)
         out = subprocess.run(["java", "-cp", f"{classes}{os.pathsep}{core}", "DecodeFloor", str(runs), *paths],
                              check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
-
-
-def spark_rate(paths: list[str]) -> dict:
-    from cdc_monitor.decoding import decode_records
-    from cdc_monitor.runtime.session import get_spark
-    from cdc_monitor.sources.capture import read_capture
-
-    spark = get_spark()
-    records = read_capture(spark, paths).records.localCheckpoint()
-    n = records.count()
-    decoded = decode_records(records)
-    times = []
-    for _ in range(4):  # the first cold
-        t = time.perf_counter()
-        decoded.write.format("noop").mode("overwrite").save()
-        times.append(time.perf_counter() - t)
-    cores = spark.sparkContext.defaultParallelism
-    best = min(times[1:])
-    return {"records": n, "first_seconds": round(times[0], 2), "best_seconds": round(best, 2), "cores": cores,
-            "records_per_s_per_core": round(n / best / cores)}
 
 
 def _cpu_seconds() -> float:
@@ -78,34 +56,22 @@ def _cpu_seconds() -> float:
     return total
 
 
-def udf_rates(paths: list[str], runs: int = 3) -> dict:
-    """The Java UDF decoder, reading alone and decode_records, side by side in one warm session."""
-    import pyspark
+def rates(paths: list[str], runs: int) -> dict:
+    """Reading alone and decode_records over the same checkpointed records, in one warm session."""
     from pyspark.sql import functions as F
 
     from cdc_monitor.decoding import decode_records
     from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.sources.capture import read_capture
 
-    jars = Path(pyspark.__file__).parent / "jars"
-    cp = os.pathsep.join(str(next(jars.glob(g))) for g in ("jackson-core-*.jar", "spark-sql-api_*.jar", "scala-library-*.jar"))
-    work = Path(tempfile.mkdtemp(prefix="decode-udf-"))
-    source = HERE / "jvm" / "DecodeUdf.java"
-    subprocess.run(["javac", "--release", "17", "-nowarn", "-cp", cp, "-d", str(work / "classes"), str(source)], check=True)
-    jar = work / "decode-udf.jar"
-    subprocess.run(["jar", "--create", "--file", str(jar), "-C", str(work / "classes"), "."], check=True)
-    ddl = subprocess.run(["java", "-cp", f"{work / 'classes'}{os.pathsep}{jars}/*", "DecodeUdf", "{}"],
-                         check=True, capture_output=True, text=True).stdout.splitlines()[0]
-    spark = get_spark(conf={"spark.jars": str(jar)})
-    spark.udf.registerJavaFunction("cdc_decode", "DecodeUdf", ddl)
+    spark = get_spark()
     records = read_capture(spark, paths).records.localCheckpoint()
     n = records.count()
     variants = {
         "read": records.select(F.col("value").cast("string").alias("v"), F.col("key").cast("string").alias("k")),
-        "java_udf": records.select(F.expr("cdc_decode(CAST(value AS STRING), CAST(key AS STRING))").alias("d")).select("d.*"),
         "decode_records": decode_records(records),
     }
-    out = {"records": n}
+    out: dict = {"records": n}
     for name, frame in variants.items():
         frame.write.format("noop").mode("overwrite").save()  # warm
         times, cpu0 = [], _cpu_seconds()
@@ -122,25 +88,34 @@ def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.jvm_decode", description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--workdir", default="benchmarks/.work")
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--udf", action="store_true", help="the Java UDF decoder inside Spark, beside reading and decode_records")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--baseline", help="a checkout of the baseline revision, measured the same way after this one")
+    ap.add_argument("--floor", action="store_true", help="also the one-thread Jackson floor (needs javac)")
+    ap.add_argument("--cdc-monitor-from", help=argparse.SUPPRESS)  # (the baseline's process: its package first)
     opts = ap.parse_args()
+    if opts.cdc_monitor_from:
+        sys.path.insert(0, opts.cdc_monitor_from)
     from benchmarks.__main__ import generate
 
     paths = generate(Path(opts.workdir) / f"capture-{opts.events}", opts.events)
-    if opts.udf:
-        got = udf_rates(paths)
-        print(json.dumps(got, indent=1))
-        for name in ("read", "java_udf", "decode_records"):
-            print(f"{name:>15}: {got[name]['cpu_us_per_record']:6.1f} us CPU/record, best {got[name]['best_seconds']} s")
+    got = {"current": rates(paths, opts.runs)}
+    if opts.cdc_monitor_from:
+        print(json.dumps(got["current"]))
         return
-    jvm = jvm_rate(paths, opts.runs)
-    spark = spark_rate(paths)
-    print(json.dumps({"purpose_built_one_thread": jvm, "spark_decode": spark}, indent=1))
-    print(f"\npurpose-built, one thread: {jvm['records_per_s']:,.0f} records/s (first run {jvm['first_seconds']} s); "
-          f"Spark decode: {spark['records_per_s_per_core']:,} records/s per core (first run {spark['first_seconds']} s, "
-          f"best {spark['best_seconds']} s on {spark['cores']} cores): "
-          f"{jvm['records_per_s'] / spark['records_per_s_per_core']:.1f}x")
+    if opts.baseline:
+        out = subprocess.run([sys.executable, "-m", "benchmarks.jvm_decode", "--events", str(opts.events), "--workdir",
+                              opts.workdir, "--runs", str(opts.runs), "--cdc-monitor-from", str(Path(opts.baseline).resolve())],
+                             cwd=HERE.parent, check=True, capture_output=True, text=True).stdout
+        got["baseline"] = json.loads(out.strip().splitlines()[-1])
+    if opts.floor:
+        got["floor_one_thread"] = jvm_floor(paths, 3)
+    print(json.dumps(got, indent=1))
+    for revision in ("baseline", "current"):
+        if revision in got:
+            r = got[revision]
+            for name in ("read", "decode_records"):
+                print(f"{revision:>8} {name:>15}: {r[name]['cpu_us_per_record']:6.1f} us CPU/record, best {r[name]['best_seconds']} s"
+                      f" ({r['records']:,} records)")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def _serve(capture: str) -> None:
     """The per-revision process: reads a line per round from stdin, answers with the round's seconds."""
     from cdc_monitor.checks.context import CheckContext
     from cdc_monitor.config import ScanConfig
-    from cdc_monitor.decoding import decode_records, without_texts
+    from cdc_monitor.decoding import decode_records
     from cdc_monitor.engine.cache import FrameCache
     from cdc_monitor.engine.facts import window_facts
     from cdc_monitor.engine.window import WholeWindow, WindowFrames, evaluate
@@ -43,8 +43,7 @@ def _serve(capture: str) -> None:
     spark = get_spark()
     cfg = ScanConfig()
     cache = FrameCache()
-    decoded = cache.materialize(decode_records(read_capture(spark, [capture]).records, cfg.roles))
-    events = cache.materialize(without_texts(decoded))
+    events = cache.materialize(decode_records(read_capture(spark, [capture]).records, cfg.roles))
     facts = window_facts(events)
     scope = WholeWindow(cfg.max_findings, 60_000)
 
@@ -55,7 +54,7 @@ def _serve(capture: str) -> None:
     for _ in sys.stdin:
         started = time.perf_counter()
         with contextlib.suppress(_Planned):
-            evaluate(WindowFrames(events, decoded), CheckContext(facts, cfg, cache), scope, planned=stop)
+            evaluate(WindowFrames(events), CheckContext(facts, cfg, cache), scope, planned=stop)
         print(round(time.perf_counter() - started, 3), flush=True)
 
 

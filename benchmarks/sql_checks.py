@@ -40,7 +40,7 @@ def main() -> None:
     from cdc_monitor.checks.findings import FINDING_COLUMNS
     from cdc_monitor.checks.sql import findings_frame
     from cdc_monitor.config import ScanConfig
-    from cdc_monitor.decoding import decode_records, without_texts
+    from cdc_monitor.decoding import decode_records
     from cdc_monitor.engine.cache import FrameCache
     from cdc_monitor.engine.facts import window_facts
     from cdc_monitor.engine.union import union_all
@@ -50,7 +50,7 @@ def main() -> None:
     old = {name: _load(args.baseline, name) for name in BASELINE}
     spark = get_spark()
     cfg, cache = ScanConfig(), FrameCache()
-    events = cache.materialize(without_texts(decode_records(read_capture(spark, args.captures).records, cfg.roles)))
+    events = cache.materialize(decode_records(read_capture(spark, args.captures).records, cfg.roles))
     ctx = CheckContext(window_facts(events), cfg, cache)
     lag_args = (cfg.lag_threshold_ms, cfg.table_lag_threshold_ms)
 

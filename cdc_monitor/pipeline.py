@@ -30,7 +30,7 @@ from cdc_monitor.checks.decode import capture_line_findings, duplicate_record_fi
 from cdc_monitor.checks.lag import HISTOGRAM_LE_S, lag_row_ms
 from cdc_monitor.checks.transactions import transaction_summary
 from cdc_monitor.config import ScanConfig
-from cdc_monitor.decoding import decode_records, without_texts
+from cdc_monitor.decoding import decode_records
 from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import events_by_table, heartbeats, nulls_first, schema_versions, summary_counts
 from cdc_monitor.engine.facts import window_facts
@@ -173,11 +173,10 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     other_findings: list[DataFrame] = []
     records, registry_ids = _value_format(source.records, cfg, cache, driver_findings)
     counted = Observation("decoded")
-    decoded = cache.materialize(decode_records(records, cfg.roles).observe(counted, F.count(F.lit(1)).alias("n")))
+    events = cache.materialize(decode_records(records, cfg.roles).observe(counted, F.count(F.lit(1)).alias("n")))
     # a small window is checked in one partition: no shuffles (engine/cache.py)
     cache.one_partition = counted.get["n"] <= cfg.one_partition_rows
-    decoded = cache.single(decoded)
-    events = cache.materialize(without_texts(decoded))
+    events = cache.single(events)
     lap("read_decode")
     rejects_count = 0
     # the decode pass counted unreadable input lines: read them again only when there are some
@@ -190,13 +189,12 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     facts = window_facts(events)
     duplicates = {(p["topic"], p["partition"]): p["duplicates"] for p in facts.partitions if p.get("duplicates")}
     if duplicates:  # overlapping captures: each record once (three more jobs, only then)
-        decoded = cache.materialize(decoded.dropDuplicates(["topic", "partition", "offset"]))
-        events = cache.materialize(without_texts(decoded))
+        events = cache.materialize(events.dropDuplicates(["topic", "partition", "offset"]))
         facts = window_facts(events)
         driver_findings += duplicate_record_findings(duplicates)
     window = facts.window
     lap("window", f" ({len(window['partitions'])} partitions)")
-    frames = WindowFrames(events, decoded, driver_findings, other_findings)
+    frames = WindowFrames(events, driver_findings, other_findings)
     step = step_ms(window["start_ms"], window["end_ms"])
     collected = evaluate(frames, CheckContext(facts, cfg, cache), WholeWindow(cfg.max_findings, step),
                          planned=lambda: lap("checks_plan_and_aggregates"))

@@ -126,6 +126,39 @@ DELETE_WITHOUT_IMAGES = ("mongodb",)
 # last row, as old Debezium MySQL wrote them) and Cassandra (its snapshot op is not documented)
 SNAPSHOT_OPS_UNDOCUMENTED = ("dtle", "cassandra")
 
+# Fields each connector always sends in its source block (its identity, time and position): a
+# missing one is schema's missing_source_field (judged by the decoder, cdc_monitor/java/Verdicts.java).
+REQUIRED_SOURCE: dict[str, tuple[str, ...]] = {
+    "mysql": ("name", "ts_ms", "file", "pos"),
+    "dtle": ("name", "ts_sec", "file", "pos"),
+    "postgresql": ("name", "ts_ms", "lsn"),
+    "sqlserver": ("name", "ts_ms", "commit_lsn"),
+    "oracle": ("name", "ts_ms", "scn"),
+    "yugabyte": ("name", "ts_ms", "lsn"),
+    "mongodb": ("name", "ts_ms", "ord"),
+    "db2": ("name", "ts_ms", "commit_lsn"),
+    "informix": ("name", "ts_ms", "commit_lsn"),
+    "vitess": ("name", "ts_ms", "keyspace", "vgtid"),
+    "spanner": ("name", "ts_ms"),
+    "cassandra": ("name", "cluster", "keyspace", "ts_micro"),
+}
+# A connector's position fields have one form each (Debezium's connector docs and source structs):
+# MySQL/dtle pos and row, PostgreSQL lsn, Oracle scn/commit_scn and MongoDB ord are non-negative
+# integers; SQL Server commit_lsn/change_lsn are XXXXXXXX:XXXXXXXX:XXXX (hex); YugabyteDB lsn is
+# colon-separated integers (1:4::0:0). flavour -> (source field, the form it must have)
+UNSIGNED = r"^\d+$"
+SQLSERVER_LSN = r"^[0-9a-fA-F]{8}:[0-9a-fA-F]{8}:[0-9a-fA-F]{4}$"
+YUGABYTE_LSN = r"^\d+(:\d*)*$"
+POSITION_FORMS: dict[str, tuple[tuple[str, str], ...]] = {
+    "mysql": (("pos", UNSIGNED), ("row", UNSIGNED)),
+    "dtle": (("pos", UNSIGNED), ("row", UNSIGNED)),
+    "postgresql": (("lsn", UNSIGNED),),
+    "sqlserver": (("commit_lsn", SQLSERVER_LSN), ("change_lsn", SQLSERVER_LSN)),
+    "oracle": (("scn", UNSIGNED), ("commit_scn", UNSIGNED)),
+    "mongodb": (("ord", UNSIGNED),),
+    "yugabyte": (("lsn", YUGABYTE_LSN),),
+}
+
 # source.connector values -> the flavour whose rules apply (a value not listed is an unknown
 # connector: generic rules only, and the report names it).
 CONNECTORS: dict[str, str] = {

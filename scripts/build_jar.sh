@@ -13,7 +13,7 @@ jars=$("$PY" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.
 minor=$("$PY" -c 'import pyspark; print(".".join(pyspark.__version__.split(".")[:2]))')
 out=${1:-cdc_monitor/java/cdc-monitor-operators-spark$minor.jar}
 cp=$(ls "$jars"/spark-sql_*.jar "$jars"/spark-sql-api_*.jar "$jars"/spark-catalyst_*.jar "$jars"/spark-core_*.jar \
-  "$jars"/spark-common-utils*.jar "$jars"/scala-library-*.jar | tr '\n' ':')
+  "$jars"/spark-common-utils*.jar "$jars"/scala-library-*.jar "$jars"/jackson-core-*.jar "$jars"/jackson-databind-*.jar "$jars"/jackson-annotations-*.jar | tr '\n' ':')
 classes=$(mktemp -d)
 trap 'rm -rf "$classes"' EXIT
 javac --release 17 -nowarn -cp "$cp" -d "$classes" cdc_monitor/java/*.java

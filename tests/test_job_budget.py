@@ -1,8 +1,8 @@
 """Structural cost of a scan: the number of Spark jobs it runs, counted by the status tracker
 and reported in the JSON report's ``timings_seconds.spark_jobs``. Not a timing: the count is
-the same on any machine. The budget is 12 whatever the input (a scan runs 5 today: two
-checkpoints, the window census, the schema shapes (only when keys or values carry schemas), one
-collect of everything else; one more when a capture has unreadable lines)."""
+the same on any machine. A scan runs 3: the decoded events checkpointed (the decoder judges each
+record's own rules in that pass), the window census, one collect of everything else; one more when a
+capture has unreadable lines. Whatever the input, never more than 12."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_a_scan_runs_at_most_12_spark_jobs(tmp_path, scan):
     results = [scan([path]) for path in (clean, faulty)]
     assert results[1].summary["unreadable_lines"] == 1 and results[1].findings
     jobs = [r.timings["spark_jobs"] for r in results]
-    assert all(0 < n <= BUDGET for n in jobs), jobs
+    assert jobs == [3, 4] and all(n <= BUDGET for n in jobs), jobs
 
 
 def _refuse(*args, **kwargs):
@@ -38,22 +38,21 @@ def _report(result) -> dict:
 def test_checks_whose_input_the_window_lacks_are_not_run_and_change_nothing(tmp_path, scan, monkeypatch):
     """No transaction metadata (Debezium's default) and JSON values without schemas: the window's
     census says there is no transaction, embedded schema or schema change to judge, so those checks
-    are not planned (one Spark job less: no schema shapes) and the report is the one every check
-    run gives."""
+    are not planned and the report is the one every check run gives."""
     from cdc_monitor.engine.facts import WindowFacts
 
     path = tmp_path / "bare.jsonl"
     write_capture(generate("mysql", events=150, seed=4, faults=True, schemas=False, transaction_metadata=False), path)
     with monkeypatch.context() as patched:  # planning one of them fails the scan
-        for check in ("transaction_check", "embedded_schema_findings", "schema_change_sql"):
+        for check in ("transaction_check", "schema_change_sql"):
             patched.setattr(suite, check, _refuse)
         pruned = scan([path])
     assert pruned.findings and pruned.transactions["total"] == 0
-    for name in ("has_transactions", "has_embedded_schemas", "has_schema_changes", "has_snapshot_events"):
+    for name in ("has_transactions", "has_schema_changes", "has_snapshot_events"):
         monkeypatch.setattr(WindowFacts, name, property(lambda self: True))
     everything = scan([path])
     assert _report(pruned) == _report(everything)
-    assert pruned.timings["spark_jobs"] == everything.timings["spark_jobs"] - 1
+    assert pruned.timings["spark_jobs"] == everything.timings["spark_jobs"]
 
 
 def test_a_small_window_is_checked_without_shuffles_and_reports_what_partitions_report(tmp_path, scan):

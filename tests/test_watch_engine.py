@@ -73,12 +73,9 @@ def test_every_fault_is_counted_once_across_batches(spark, tmp_path, flavour, cu
     with RegistryServer() as registry:
         records = read_capture(spark, [str(tmp_path / "f.jsonl")]).records.unionByName(
             avro_records(spark, avro, registry.url)).cache()
-        # the checks read the events without their raw texts and spread over partitions, as in a
-        # large batch (5,000 rows and more; more than one_partition_rows); the embedded-schema check
-        # reads the new records with theirs (test_broker_faults.py: small batches, one checkpoint with the
-        # texts, in one partition)
-        settings = WatchSettings(scan=ScanConfig(schema_registry={"url": registry.url}, one_partition_rows=0),
-                                 narrow_from_rows=0)
+        # the checks spread over partitions, as in a large batch (more than one_partition_rows;
+        # test_broker_faults.py: small batches, in one partition)
+        settings = WatchSettings(scan=ScanConfig(schema_registry={"url": registry.url}, one_partition_rows=0))
         batches = batches_prorated(records, cuts, ahead=True)
         # each data partition's last record comes after a restart: until then the transactions whose
         # events may still be on their way stay held (a quiet partition has not passed their END)
@@ -113,7 +110,7 @@ def _refuse(*args, **kwargs):
 
 def test_a_stream_without_transactions_or_schemas_counts_every_fault_once(spark, tmp_path, monkeypatch):
     """No transaction metadata (Debezium's default) and JSON without schemas: the batches plan no
-    transaction or embedded-schema check (their census shows nothing to judge), and every fault is
+    transaction check (their census shows nothing to judge), and every fault is
     still counted once across a batch boundary (cut at the median record time)."""
     traffic = generate("mysql", events=120, seed=21, faults=True, schemas=False, transaction_metadata=False)
     write_capture(traffic, tmp_path / "f.jsonl")
@@ -121,7 +118,7 @@ def test_a_stream_without_transactions_or_schemas_counts_every_fault_once(spark,
     ts = F.unix_millis("timestamp")
     cut = records.select(F.percentile_approx(ts, 0.5)).first()[0]
     stage([records.where(ts < cut), records.where(ts >= cut)], tmp_path / "in")
-    for check in ("transaction_check", "embedded_schema_findings"):  # planning one fails the batch
+    for check in ("transaction_check",):  # planning one fails the batch
         monkeypatch.setattr(suite, check, _refuse)
     outcomes, state = run_stream(spark, tmp_path / "in", tmp_path / "ckpt", WatchSettings())
     assert len(outcomes) == 2 and sum(o.records for o in outcomes) == records.count()

@@ -22,7 +22,6 @@ from cdc_monitor.config import ScanConfig
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row
 
-    from cdc_monitor.checks.schema import ShapeVerdicts
 
 
 @dataclass
@@ -47,11 +46,6 @@ class WindowFacts:
     def has_transactions(self) -> bool:
         """A record of a transaction topic, or a data event naming a transaction."""
         return any(r["kind"] == "transaction" or r["in_txn"] for r in self.rows)
-
-    @property
-    def has_embedded_schemas(self) -> bool:
-        """A key or value with a schema (JSON with schemas.enable, or Avro)."""
-        return any(r["value_hashes"] or r["key_hashes"] for r in self.rows)
 
     @property
     def has_schema_changes(self) -> bool:
@@ -138,6 +132,3 @@ class CheckContext:
     facts: WindowFacts = field(default_factory=lambda: WindowFacts(rows=[], partitions=[]))
     config: ScanConfig = field(default_factory=ScanConfig)
     placement: Placement = field(default_factory=AsIs)
-    # the verdicts on the window's distinct embedded-schema shapes, when judged already (watch:
-    # on the batch's new records); otherwise the embedded-schema check judges them (one job)
-    shapes: ShapeVerdicts | None = None

@@ -1,4 +1,5 @@
-"""decode check: records that could not be decoded, kept visible as findings."""
+"""decode check: records that could not be decoded, kept visible as findings (invalid_json and
+invalid_envelope are judged by the decoder: checks/verdicts.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import RecordRule, finding, finding_row
-from cdc_monitor.decoding.events import SNIPPET
-from cdc_monitor.vocabulary import DecodeError, Rule, Severity
+from cdc_monitor.checks.findings import finding, finding_row
+from cdc_monitor.decoding.decoder import SNIPPET
+from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -24,17 +25,6 @@ DUPLICATE_CAPTURE_RECORD = Rule("duplicate_capture_record", "decode", Severity.W
 RULES = (INVALID_JSON, INVALID_ENVELOPE, INVALID_CAPTURE_LINE, DUPLICATE_CAPTURE_RECORD)
 # problems of the capture files, not of the stream: the generator never injects them
 CAPTURE_RULES = frozenset({INVALID_CAPTURE_LINE.name, DUPLICATE_CAPTURE_RECORD.name})
-
-
-def decode_rules() -> list[RecordRule]:
-    return [
-        RecordRule(rule, F.col("decode_error") == error.value, F.concat(
-            F.col("decode_detail"), F.lit(" is not "),
-            F.lit("valid JSON" if rule is INVALID_JSON else "a Connect/Debezium object"),
-            F.lit(": "), F.col("decode_snippet"),
-        ), located=False)
-        for rule, error in ((INVALID_JSON, DecodeError.JSON), (INVALID_ENVELOPE, DecodeError.ENVELOPE))
-    ]
 
 
 def capture_line_findings(rejects: DataFrame) -> DataFrame:

@@ -4,16 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import reduce
-from operator import or_
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
 
     from cdc_monitor.vocabulary import Rule
 
@@ -96,33 +92,3 @@ def dynamic_finding(rule: Column, rules: Sequence[Rule], message: Column, **loc:
         columns.append(F.lit(values.pop()) if len(values) == 1 else F.element_at(
             F.create_map(*[x for r in rules for x in (F.lit(r.name), F.lit(getattr(r, attr)))]), rule))
     return _finding_columns(columns[0], rule, columns[1], message, **loc)
-
-
-@dataclass(frozen=True)
-class RecordRule:
-    """A rule judged on each record alone: ``when`` (its scope included) and the message."""
-
-    rule: Rule
-    when: Column
-    message: Column
-    located: bool = True  # False: the record could not be decoded, so txn_id and table stay null
-
-
-def record_findings(events: DataFrame, rules: list[RecordRule]) -> DataFrame:
-    """Every per-record rule in one pass over ``events``: the records breaking any rule, then
-    one finding per rule broken (rather than one scan of the events per rule)."""
-    broken = F.array(*[
-        F.when(r.when, F.struct(F.lit(r.rule.name).alias("rule"), r.message.cast("string").alias("message"),
-                                F.lit(r.located).alias("located")))
-        for r in rules
-    ])
-    located = F.col("p.located")
-    return (
-        events.where(reduce(or_, [r.when for r in rules]))
-        .select("topic", "partition", "offset", "key", "txn_id", "server", "table", F.explode(broken).alias("p"))
-        .where(F.col("p").isNotNull())
-        .select(*dynamic_finding(
-            F.col("p.rule"), [r.rule for r in rules], F.col("p.message"), topic=F.col("topic"), partition=F.col("partition"),
-            offset=F.col("offset"), key=F.col("key"), txn_id=F.when(located, F.col("txn_id")),
-            server=F.col("server"), table=F.when(located, F.col("table"))))
-    )

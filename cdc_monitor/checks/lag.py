@@ -6,9 +6,10 @@ The lag table aggregates microseconds; ``lag_row_ms`` gives its figures in milli
 numbers stay integers, so millisecond-only streams report exactly as before).
 
 Change events are ``c``/``u``/``d`` that are not snapshot events and decoded cleanly. Invalid
-source timestamps and negative lags are findings per record; negative lags still count in the
-percentiles. A spike is a run of consecutive (by ``ts_ms``) events of one table above the
-table's threshold: one ``lag_spike`` finding per run, listing its records.
+source and event timestamps and negative lags are findings per record, judged by the decoder
+(checks/verdicts.py); negative lags still count in the percentiles. A spike is a run of
+consecutive (by ``ts_ms``) events of one table above the table's threshold: one ``lag_spike``
+finding per run, listing its records.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import RecordRule, record_findings
 from cdc_monitor.checks.sql import SqlFindings, finding_sql, findings_frame, lit
 from cdc_monitor.decoding.events import TS_MAX_MS, TS_MIN_MS, valid_ts_us
 from cdc_monitor.vocabulary import Rule, Severity
@@ -84,10 +84,6 @@ def _judged_read() -> Column:
     return F.col("snapshot_event") & (F.col("op") == "r") & F.col("source_ts_raw").isNotNull()
 
 
-def _invalid_event_ts() -> Column:
-    return F.col("ts_ms_raw").isNotNull() & ~_valid_event_ts()
-
-
 def _record_lag_ms() -> Column:
     # the record time is the capture's or broker's: any value, so the difference may overflow (null then)
     return F.try_subtract(F.col("record_ts_ms"), F.col("source_ts_ms"))
@@ -106,12 +102,6 @@ def lag_us() -> Column:
     and source time are valid (both within 2000..2100), so no difference overflows."""
     fine = valid_ts_us(F.col("ts_us")) & valid_ts_us(F.col("source_ts_us"))
     return F.when(fine, F.col("ts_us") - F.col("source_ts_us")).otherwise((F.col("ts_ms") - F.col("source_ts_ms")) * 1000)
-
-
-def ms_text(us: Column) -> Column:
-    """Microseconds as milliseconds, for messages: ``120``, ``0.35``, ``-0.004``."""
-    frac = F.regexp_replace(F.format_string("%.3f", us / 1000), r"\.?0+$", "")
-    return F.when(us % 1000 == 0, (us / 1000).cast("bigint").cast("string")).otherwise(frac)
 
 
 def lag_row_ms(row: dict) -> dict:
@@ -154,46 +144,6 @@ def lag_table(events: DataFrame) -> DataFrame:
         F.sum(F.col("snap").cast("int")).alias("snapshot_excluded"),
         F.max("change").alias("has_change"),
     ).where(F.col("has_change") | (F.col("snapshot_excluded") > 0)).drop("has_change")
-
-
-def unit_hint(raw: Column) -> Column:
-    """What unit an out-of-range source timestamp is plainly in, when it is one: the same 2000..2100
-    span in seconds, microseconds or nanoseconds (a connector or SMT writing ts_us/ts_ns values
-    into ts_ms). Null otherwise."""
-    n = raw.try_cast("decimal(38,0)")
-    spans = {"seconds": (TS_MIN_MS // 1_000, TS_MAX_MS // 1_000),
-             "microseconds": (TS_MIN_MS * 1_000, TS_MAX_MS * 1_000),
-             "nanoseconds": (TS_MIN_MS * 1_000_000, TS_MAX_MS * 1_000_000)}
-    out = F.lit(None).cast("string")
-    for unit, (lo, hi) in spans.items():
-        out = F.when((n >= F.lit(lo)) & (n < F.lit(hi)), F.lit(unit)).otherwise(out)
-    return out
-
-
-def lag_rules() -> list[RecordRule]:
-    """Per-record lag rules, over change events (with_lag's columns computed inline)."""
-    is_change = F.col("change_event")
-    valid = _valid_source_ts()
-    lag = lag_us()
-    hint = unit_hint(F.col("source_ts_raw"))
-    return [
-        RecordRule(INVALID_SOURCE_TS, (is_change | _judged_read()) & _from_source() & ~valid, F.concat(
-            F.lit("source timestamp "), F.coalesce(F.col("source_ts_raw"), F.lit("missing")),
-            F.lit(" is not an integer ms time between 2000 and 2100"),
-            F.coalesce(F.concat(F.lit(": it looks like "), hint, F.lit(", not milliseconds")), F.lit("")))),
-        RecordRule(NEGATIVE_LAG, is_change & valid & _valid_event_ts() & (lag < 0),
-                   F.concat(F.lit("lag "), ms_text(lag), F.lit(" ms: ts_ms before source.ts_ms (clock skew?)"))),
-        RecordRule(INVALID_EVENT_TS, is_change & _invalid_event_ts(), F.concat(
-            F.lit("ts_ms "), F.col("ts_ms_raw"), F.lit(" is not an integer ms time between 2000 and 2100"),
-            F.coalesce(F.concat(F.lit(": it looks like "), unit_hint(F.col("ts_ms_raw")), F.lit(", not milliseconds")),
-                       F.lit("")), F.lit("; left out of lag"))),
-    ]
-
-
-def lag_findings(events: DataFrame, default_ms: int, thresholds: Mapping[str, int] | None = None) -> list[DataFrame]:
-    """Per-record lag findings and lag spikes (the pipeline judges the per-record rules with the
-    other checks' in one pass; this is for callers that want the lag check alone)."""
-    return [record_findings(events, lag_rules()), lag_spike_findings(events, default_ms, thresholds)]
 
 
 def lag_spike_sql(default_ms: int, thresholds: Mapping[str, int] | None = None) -> SqlFindings:

@@ -8,10 +8,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import functions as F
-
-from cdc_monitor.checks.findings import RecordRule, finding_row
-from cdc_monitor.vocabulary import DecodeError, Rule, Severity, TopicRoles
+from cdc_monitor.checks.findings import finding_row
+from cdc_monitor.vocabulary import Rule, Severity, TopicRoles
 
 if TYPE_CHECKING:
     pass
@@ -28,12 +26,6 @@ RULES = (UNDECODABLE_AVRO, UNKNOWN_SCHEMA_ID, AVRO_SCHEMA_NAME, AVRO_ENVELOPE_FI
 ENVELOPE_FIELDS = ("before", "after", "source", "op")
 # Debezium's own fixed schemas (transaction metadata, heartbeats, schema changes) are named io.debezium.*
 OWN_SCHEMAS = "io.debezium."
-
-
-def avro_rules() -> list[RecordRule]:
-    return [RecordRule(rule, F.col("decode_error") == error.value,
-                       F.concat(F.col("decode_detail"), F.lit(": "), F.col("decode_snippet")), located=False)
-            for rule, error in ((UNDECODABLE_AVRO, DecodeError.AVRO), (UNKNOWN_SCHEMA_ID, DecodeError.SCHEMA_ID))]
 
 
 def avro_name(topic: str) -> str:

@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import RecordRule
 from cdc_monitor.checks.ordering import CONTENT_HASH
 from cdc_monitor.checks.sql import SqlFindings, finding_sql, findings_frame, lit
-from cdc_monitor.vocabulary import SNAPSHOT_OPS_UNDOCUMENTED, UNKNOWN_FLAVOUR, Rule, Severity
+from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -35,23 +34,6 @@ FIRST_MARKERS = ("first", "first_in_data_collection")
 LAST_MARKERS = ("last", "last_in_data_collection")
 INCREMENTAL = "incremental"
 _AT = ["record_ts_ms", "topic", "partition", "offset"]
-
-
-def snapshot_rules() -> list[RecordRule]:
-    """Per record: the snapshot flag against the op, as Debezium's connectors write them (snapshot
-    reads are op r with source.snapshot true/first/last/*_in_data_collection, incremental snapshot
-    chunks op r with incremental; streamed changes c/u/d with false or no flag). An r without a flag
-    (old connectors) is not judged."""
-    op, marker = F.col("op"), F.col("snapshot_marker")
-    flagged = marker.isNotNull() & (marker != "false")
-    # only connectors whose snapshot values are documented (an unknown one may write a boolean flag, as dtle does)
-    known = F.col("flavour").isNotNull() & (F.col("flavour") != UNKNOWN_FLAVOUR)
-    judged = F.col("data_event") & known & ~F.col("flavour").isin(*SNAPSHOT_OPS_UNDOCUMENTED)
-    return [RecordRule(SNAPSHOT_OP_MISMATCH, judged & (
-        (op.isin("c", "u", "d") & flagged) | ((op == "r") & (marker == "false"))), F.concat(
-        F.lit("op "), op, F.lit(" with source.snapshot "), F.coalesce(marker, F.lit("null")),
-        F.when(op == "r", F.lit(": a snapshot read marked as streamed"))
-        .otherwise(F.lit(": a streamed change marked as a snapshot"))))]
 
 
 def snapshot_restarted_sql() -> SqlFindings:

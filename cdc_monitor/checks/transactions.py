@@ -30,7 +30,7 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.context import CheckContext, Placement, WindowFacts
-from cdc_monitor.checks.findings import RecordRule, finding
+from cdc_monitor.checks.findings import finding
 from cdc_monitor.vocabulary import TX_STATUSES, Rule, Severity, TxStatus
 
 if TYPE_CHECKING:
@@ -72,13 +72,6 @@ def _is_marker() -> Column:
 
 def _has_id() -> Column:
     return F.coalesce(F.trim(F.col("marker_id")) != "", F.lit(False))
-
-
-def marker_rules() -> list[RecordRule]:
-    """Per record: a marker that names no transaction."""
-    return [RecordRule(INVALID_MARKER_ID, _is_marker() & ~_has_id(), F.concat(
-        F.col("status"), F.lit(" marker with "), F.when(F.col("marker_id").isNull(), F.lit("a null id")).otherwise(
-            F.lit("an empty id")), F.lit(": it names no transaction")))]
 
 
 def _markers(events: DataFrame) -> DataFrame:

@@ -1,5 +1,5 @@
-"""Decoding: Kafka-source records -> one normalised events frame, in one from_json pass."""
+"""Records -> the events frame: the one decoder (a Java UDF) and the Avro stage before it."""
 
-from cdc_monitor.decoding.events import EVENT_KINDS, decode_records, without_texts
+from cdc_monitor.decoding.events import EVENT_KINDS, decode_records
 
-__all__ = ["EVENT_KINDS", "decode_records", "without_texts"]
+__all__ = ["EVENT_KINDS", "decode_records"]

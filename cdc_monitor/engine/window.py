@@ -41,8 +41,7 @@ if TYPE_CHECKING:
 class WindowFrames:
     """A window's frames: its decoded events and the findings known before the checks run."""
 
-    events: DataFrame  # decoded (narrowed by ``without_texts`` where ``texts`` is given)
-    texts: DataFrame | None = None  # the same events with their raw texts (the embedded-schema check reads them)
+    events: DataFrame  # decoded
     driver_findings: list[dict[str, Any]] = field(default_factory=list)  # rows of FINDING_SCHEMA (checks' finding_row)
     other_findings: list[DataFrame] = field(default_factory=list)  # findings over other frames (unreadable lines)
 
@@ -57,7 +56,6 @@ class WindowOutcome:
 class Scope(Protocol):
     limit: int  # findings listed (all are counted)
 
-    def texts(self, texts: DataFrame | None) -> DataFrame | None: ...
     def fresh(self, events: DataFrame) -> DataFrame | None: ...
     def lag_scope(self, events: DataFrame) -> DataFrame | None: ...
     def findings(self, checked: CheckedResult, events: DataFrame, ctx: CheckContext) -> list[DataFrame]: ...
@@ -67,12 +65,10 @@ class Scope(Protocol):
 
 def evaluate(frames: WindowFrames, ctx: CheckContext, scope: Scope, planned: Callable[[], None] | None = None
              ) -> WindowOutcome:
-    """Plan every check over ``frames`` and collect what ``scope`` counts: one Spark job (two when
-    the window has embedded schemas whose shapes ``ctx`` does not carry judged). ``planned`` is
-    called between planning and the collect (the callers time the two apart)."""
+    """Plan every check over ``frames`` and collect what ``scope`` counts: one Spark job. ``planned``
+    is called between planning and the collect (the callers time the two apart)."""
     events = frames.events
-    checked = run_checks(events, ctx, scope.texts(frames.texts), fresh=scope.fresh(events),
-                         lag_scope=scope.lag_scope(events))
+    checked = run_checks(events, ctx, fresh=scope.fresh(events), lag_scope=scope.lag_scope(events))
     found = [*scope.findings(checked, events, ctx), *frames.other_findings]
     if frames.driver_findings:
         found.append(events.sparkSession.createDataFrame(frames.driver_findings, FINDING_SCHEMA))
@@ -87,9 +83,6 @@ class WholeWindow:
 
     limit: int
     step_ms: int  # the series' interval
-
-    def texts(self, texts: DataFrame | None) -> DataFrame | None:
-        return texts
 
     def fresh(self, events: DataFrame) -> DataFrame | None:
         return None
@@ -126,9 +119,6 @@ class NewRecords:
     known_final: DataFrame
     limit: int = 0
     _judged: DataFrame | None = field(default=None, init=False, repr=False)  # (one scope per evaluation)
-
-    def texts(self, texts: DataFrame | None) -> DataFrame | None:
-        return texts.where("is_new") if texts is not None else None
 
     def fresh(self, events: DataFrame) -> DataFrame | None:
         return events.where("is_new")

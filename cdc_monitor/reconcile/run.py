@@ -51,7 +51,7 @@ def run_reconcile(source: SourceResult, jdbc: JdbcSettings, tables: tuple[str, .
             progress(f"{name.replace('_', ' ')}: {timings[name]:.1f}s")
 
     spark = source.records.sparkSession
-    events = decode_records(source.records, roles).persist()
+    events = decode_records(source.records, roles, texts=True).persist()
     try:
         records = events.count()
         window = topic_tables(events)
@@ -126,7 +126,7 @@ def _settle(first: DataFrame, settle: tuple[float, Callable[[], SourceResult]], 
     seconds, read_again = settle
     time.sleep(seconds)
     source = read_again()
-    events = decode_records(source.records, roles).persist()
+    events = decode_records(source.records, roles, texts=True).persist()
     try:
         second, _ = _classified(events, topic_tables(events), jdbc, chosen, rows_per_partition)
         mismatched = F.col("state").isin(*MISMATCHES)

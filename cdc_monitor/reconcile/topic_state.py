@@ -8,13 +8,12 @@ over the decoded events, grouped by (table, key).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-
-from cdc_monitor.checks.connect_schema import parse_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -41,7 +40,7 @@ class TopicTable:
 
 def after_fields(schema_text: str | None) -> dict[str, dict[str, Any]]:
     """The ``after`` struct's fields of an envelope's embedded schema: logical type name and scale."""
-    schema = parse_schema(schema_text) if schema_text else None
+    schema = _object(schema_text) if schema_text else None
     if not isinstance(schema, dict):
         return {}
     after = next((f for f in schema.get("fields", []) if isinstance(f, dict) and f.get("field") == "after"), None)
@@ -92,3 +91,12 @@ def latest_state(events: DataFrame, tables: dict[str, TopicTable]) -> DataFrame:
                     (F.col("e.tombstone") | (F.col("e.op") == "d")
                      | F.coalesce(F.col("e.at") < F.col("truncated_at"), F.lit(False))).alias("removed"),
                     F.col("e.txid").alias("txid")))
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    """A JSON object's text parsed, else None (an embedded schema that is not one says nothing)."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None

@@ -27,10 +27,9 @@ from pyspark.sql import functions as F
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.checks.context import CheckContext
 from cdc_monitor.checks.lag import lag_row_ms
-from cdc_monitor.checks.schema import judge_shapes
 from cdc_monitor.checks.source_gaps import GapRow, gap_findings
 from cdc_monitor.config import ScanConfig
-from cdc_monitor.decoding import decode_records, without_texts
+from cdc_monitor.decoding import decode_records
 from cdc_monitor.decoding.avro_wire import avro_as_json
 from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import heartbeats
@@ -61,11 +60,6 @@ if TYPE_CHECKING:
 
 FLAGS = ("is_new", "tail", "candidate")
 COORD = list(ROW[:3])  # topic, partition, offset
-# From this many operator rows (new records and context) on, the decoded events are checkpointed a
-# second time without their raw texts (as scan does) and the checks read that: ~12.7k-record batches
-# with transactions and schemas 12.5 s instead of 14.2 s on average (the checks' job reads the events
-# a dozen times); ~1.1k-record batches were ~0.5 s slower with the extra job (benchmarks.watch_batch).
-NARROW_FROM_ROWS = 5_000
 # A batch of up to this many operator rows is checked in one partition (engine/cache.py), unless the
 # scan setting ``one_partition_rows`` says fewer. Lower than a scan's 25,000: one task leaves a core
 # idle (benchmarks.watch_batch, warm, 2 cores, measured when batches reused their plans: ~1k records
@@ -81,7 +75,6 @@ class WatchSettings:
     await_ms: int = 600_000
     grace_ms: int = 600_000  # open longer than this (wall time): reported as overdue
     final_memory: int = 200_000  # ids of finalized transactions remembered (a replayed event of one is no orphan)
-    narrow_from_rows: int = NARROW_FROM_ROWS
     one_partition_rows: int = ONE_PARTITION_ROWS  # (and at most scan.one_partition_rows)
     transaction_servers: tuple[str, ...] = ()  # servers whose transaction topic the stream reads
     topic_partitions: tuple[tuple[str, int], ...] = ()  # (topic, partitions) of the topics it reads
@@ -164,12 +157,8 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
             # a small batch: checks without shuffles
             cache.one_partition = rows <= min(cfg.one_partition_rows, settings.one_partition_rows)
             events = cache.materialize(_events(out, settings.scan, cache))
-            decoded = None
-            if rows >= settings.narrow_from_rows:  # the checks read events without their raw texts
-                decoded = events  # (the embedded-schema check reads them, on new records)
-                events = cache.materialize(without_texts(events))
             clock("decode")
-            outcome, open_txns, marked = _check(out, events, decoded, state, settings, batch_id, cache, clock)
+            outcome, open_txns, marked = _check(out, events, state, settings, batch_id, cache, clock)
             # a server's open transactions are known where the batch holds its markers (the operator
             # hands every held marker of a server with the server's new ones); elsewhere they stay
             # as they were: a batch of heartbeats does not close a transaction
@@ -220,11 +209,10 @@ def _events(out: DataFrame, cfg: ScanConfig, cache: FrameCache) -> DataFrame:
     return decode_records(avro_as_json(records, cfg, cache).records, cfg.roles, keep=FLAGS)
 
 
-def _check(out: DataFrame, events: DataFrame, decoded: DataFrame | None, state: WatchState, settings: WatchSettings,
-           batch_id: int, cache: FrameCache, clock: _Clock) -> tuple[BatchOutcome, list[tuple[str, str]], set[str]]:
+def _check(out: DataFrame, events: DataFrame, state: WatchState, settings: WatchSettings, batch_id: int,
+           cache: FrameCache, clock: _Clock) -> tuple[BatchOutcome, list[tuple[str, str]], set[str]]:
     """The batch's outcome, its open transactions (server, key) and the servers whose markers it
-    holds (as ``_key`` spells them). ``out``: the stateful operators' rows; ``events``: decoded;
-    ``decoded``: the same with their raw texts where ``events`` was narrowed (all three checkpoints)."""
+    holds (as ``_key`` spells them). ``out``: the stateful operators' rows; ``events``: decoded."""
     cfg = settings.scan
     facts = facts_from_rows(census_frame(events).collect(), _partitions(state, cfg.roles, batch_id))
     for beat in heartbeats(facts.rows):  # the newest per server, kept across batches for the gauge
@@ -233,14 +221,11 @@ def _check(out: DataFrame, events: DataFrame, decoded: DataFrame | None, state: 
             state.heartbeats[server] = max(state.heartbeats.get(server, 0), int(beat["last_ts_ms"]))
     _widen_txn_span(facts.txn_span, state.txn_span)
     clock("census")
-    shapes = None
-    if facts.has_embedded_schemas:  # a job: the batch's distinct shapes, judged (their verdicts are facts)
-        shapes = judge_shapes((decoded if decoded is not None else events).where("is_new"))
     # the transactions the carry operator still holds (END seen, events on their way) are judged later
     scope = NewRecords(pending=out.where(F.col("role") == PENDING).select(
                            "topic", "partition", F.col("offset").alias("end_offset")),
                        known_final=out.where(F.col("role") == FINAL_ROLE).select(*COORD))
-    got = evaluate(WindowFrames(events, decoded), CheckContext(facts, cfg, cache, shapes), scope,
+    got = evaluate(WindowFrames(events), CheckContext(facts, cfg, cache), scope,
                    planned=lambda: clock("plan checks"))
     clock("checks")
     grouped = got.counts

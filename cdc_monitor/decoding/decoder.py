@@ -1,0 +1,137 @@
+"""The one decoder: a Java UDF (``cdcmonitor.Decoder`` in the jar of ``cdc_monitor/java``, Spark's public
+UDF API) that reads each record's value and key in one streaming pass and returns its decoded facts
+as one struct (the columns of ``DECODED``, documented in decoding/events.py).
+
+The decoder is told what it needs to know as data, in one JSON text passed with every call (Spark
+keeps it a literal; the JVM parses it once): the source block's fields (decoding/envelope.py), the
+connectors (vocabulary.py), the topic roles and the output columns. Nothing it judges is spelled
+twice: the Python side declares, the Java side reads.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from cdc_monitor.decoding.envelope import SOURCE_FIELDS, SOURCE_SCHEMA
+from cdc_monitor.errors import EnvironmentProblem
+from cdc_monitor.runtime.jvm import operator_jar, operator_jar_problem
+from cdc_monitor.vocabulary import (
+    ALLOWED_OPS,
+    CONNECTORS,
+    DELETE_KEEPS_AFTER,
+    DELETE_WITHOUT_IMAGES,
+    GENERIC_OPS,
+    MESSAGE_OP_FLAVOURS,
+    PG_TXN_ID,
+    POSITION_FORMS,
+    REQUIRED_SOURCE,
+    SNAPSHOT_OPS_UNDOCUMENTED,
+    TRANSACTION_SERVER_REGEX,
+    UNKNOWN_FLAVOUR,
+    DecodeError,
+    TopicRoles,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+UDF_NAME = "cdc_monitor_decode"
+DECODER_CLASS = "cdcmonitor.Decoder"
+SNIPPET = 80
+SNAPSHOT_VALUES = ("true", "last", "first", "incremental", "first_in_data_collection", "last_in_data_collection")
+DDL_TABLE = (r"(?i)^\s*(?:CREATE|ALTER|DROP|RENAME|TRUNCATE)\s+(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?"
+             r"[`\"]?([\w$]+)[`\"]?(?:\.[`\"]?([\w$]+)[`\"]?)?")
+
+_S, _L, _B = T.StringType(), T.LongType(), T.BooleanType()
+# the decoder's columns, in order (each documented in decoding/events.py)
+DECODED = T.StructType([
+    T.StructField(name, typ) for name, typ in (
+        ("kind", _S), ("decode_error", _S), ("decode_detail", _S), ("decode_snippet", _S), ("flavour", _S),
+        ("server", _S), ("db", _S), ("schema_name", _S), ("table_name", _S), ("table", _S), ("op", _S),
+        ("ts_ms", _L), ("ts_ms_raw", _S), ("source_ts_ms", _L), ("ts_us", _L), ("source_ts_us", _L),
+        ("source_ts_raw", _S), ("snapshot", _B), ("snapshot_marker", _S), ("txn_id", _S), ("txn_key", _S),
+        ("txn_total_order", _L), ("txn_collection_order", _L), ("position", T.ArrayType(_L)),
+        ("source", SOURCE_SCHEMA), ("before", _S), ("after", _S), ("value_schema", _S), ("key_schema", _S),
+        ("key_payload", _S), ("status", _S), ("marker_id", _S), ("marker_key", _S), ("has_message", _B),
+        ("has_update_description", _B), ("update_hash", _L), ("marker_event_count", _L),
+        ("marker_collections", T.ArrayType(T.StructType([T.StructField("data_collection", _S),
+                                                          T.StructField("event_count", _L)]))),
+        ("ddl_tables", T.ArrayType(_S)),
+        # the rules the record alone breaks, judged by the decoder (checks/findings.py: verdict_findings)
+        ("verdicts", T.ArrayType(T.StructType([T.StructField("rule", _S), T.StructField("message", _S)]))),
+        ("value_schema_hash", _L), ("key_schema_hash", _L),  # a version of each embedded schema
+    )
+])
+# the embedded schemas' texts: only reconcile reads them (checks read their hashes and the decoder's verdicts)
+TEXTS = ("value_schema", "key_schema")
+
+
+def decoded_type(texts: bool) -> T.StructType:
+    """The decoder's struct, with or without the embedded schemas' texts."""
+    return DECODED if texts else T.StructType([f for f in DECODED.fields if f.name not in TEXTS])
+
+
+@lru_cache(maxsize=16)
+def decoder_config(roles: TopicRoles, texts: bool = False) -> str:
+    """The JSON text the decoder is configured with (one per topic roles and column set)."""
+    return json.dumps({
+        "source_fields": SOURCE_FIELDS,
+        "connectors": CONNECTORS,
+        "unknown_flavour": UNKNOWN_FLAVOUR,
+        "snapshot_values": SNAPSHOT_VALUES,
+        "transaction_topic_regex": roles.transaction_topic_regex,
+        "transaction_server_regex": TRANSACTION_SERVER_REGEX,
+        "heartbeat_topic_prefix": roles.heartbeat_topic_prefix,
+        "heartbeat_server_regex": roles.heartbeat_server_regex,
+        "pg_txn_id": PG_TXN_ID,
+        "ddl_table": DDL_TABLE,
+        "snippet": SNIPPET,
+        "json_error": DecodeError.JSON.value,
+        "envelope_error": DecodeError.ENVELOPE.value,
+        "avro_error": DecodeError.AVRO.value,
+        "schema_id_error": DecodeError.SCHEMA_ID.value,
+        "generic_ops": GENERIC_OPS,
+        "allowed_ops": ALLOWED_OPS,
+        "message_op_flavours": MESSAGE_OP_FLAVOURS,
+        "delete_keeps_after": DELETE_KEEPS_AFTER,
+        "delete_without_images": DELETE_WITHOUT_IMAGES,
+        "snapshot_ops_undocumented": SNAPSHOT_OPS_UNDOCUMENTED,
+        "required_source": REQUIRED_SOURCE,
+        "position_forms": POSITION_FORMS,
+        # presence judged by another rule (missing_source_field, op_missing), types still checked
+        "skip_null_check": ["op", *sorted({f"source.{f}" for fields in REQUIRED_SOURCE.values() for f in fields})],
+        "fields": decoded_type(texts).fieldNames(),
+    }, separators=(",", ":"))
+
+
+def register_decoder(spark: SparkSession, texts: bool = False) -> None:
+    """Registers the decoder in ``spark`` (idempotent); a missing or mismatched jar is a fix-it error."""
+    problem = operator_jar_problem()
+    if problem is not None:
+        raise EnvironmentProblem(problem.replace("watch's JVM operator", "cdc-monitor's decoder"))
+    try:
+        spark.udf.registerJavaFunction(_udf_name(texts), DECODER_CLASS, decoded_type(texts))
+    except Exception as exc:  # the class is not on the session's classpath
+        if "ClassNotFound" not in str(exc) and "Can not load class" not in str(exc) and "CANNOT_LOAD" not in str(exc):
+            raise
+        raise EnvironmentProblem(
+            f"cdc-monitor's decoder ({DECODER_CLASS}) is not on this Spark session's classpath: start the session "
+            f"with cdc_monitor.runtime.session.get_spark (it adds {operator_jar()} to spark.jars), or pass that jar "
+            "with --jars to spark-submit") from None
+
+
+def _udf_name(texts: bool) -> str:
+    return UDF_NAME + ("_texts" if texts else "")
+
+
+def decode_column(topic: Column, key: Column, value: Column, pre: tuple[Column, Column, Column], roles: TopicRoles,
+                  texts: bool = False) -> Column:
+    """The decoder's struct for one record (register_decoder first). ``pre``: an Avro stage's error,
+    detail and message (decoding/avro_wire.py), nulls on JSON input. ``texts``: with the embedded schemas' texts."""
+    return F.call_udf(_udf_name(texts), topic, key, value, *pre, F.lit(decoder_config(roles, texts)))

@@ -1,0 +1,32 @@
+package cdcmonitor;
+
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.api.java.UDF7;
+
+/**
+ * cdc-monitor's one decoder, a Java UDF (Spark's public API): (topic, key text, value text, an
+ * Avro stage's error, detail and message, configuration) -> one struct of the record's decoded
+ * facts and its verdicts, the columns the configuration asks for. Each value and key is parsed
+ * once, in one streaming pass, and what the record alone shows is judged then (Verdicts).
+ * decoding/decoder.py registers it and builds the configuration; decoding/events.py documents the columns.
+ */
+public final class Decoder implements UDF7<String, String, String, String, String, String, String, Row> {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public Row call(String topic, String key, String value, String preError, String preDetail, String preMessage,
+                    String config) {
+        DecoderConfig cfg = DecoderConfig.of(config);
+        Decoded d = new Decoded(cfg, topic == null ? "" : topic, key, value, preError, preDetail, preMessage);
+        d.decode();
+        d.derive();
+        return d.row(Verdicts.judge(cfg, d));
+    }
+
+    /** {@code columns}: the columns this decoder can return; {@code rules}: the rules it judges; one per line. */
+    public static void main(String[] args) {
+        for (String c : args.length > 0 && args[0].equals("rules") ? Verdicts.CODES : Decoded.COLUMNS) {
+            System.out.println(c);
+        }
+    }
+}
