@@ -43,6 +43,16 @@ def test_a_jar_built_for_another_spark_is_refused_with_the_fix(tmp_path, monkeyp
     monkeypatch.setattr(jvm, "JAR_FOLDER", folder)
     problem = jvm.operator_jar_problem()
     assert problem is not None and "built against Spark 3.9" in problem and "scripts/build_jar.sh" in problem
-    assert jvm.with_operator_jar("a.jar") == "a.jar"  # scan still runs; watch refuses
+    assert jvm.with_operator_jar("a.jar") == "a.jar"
+    # the decoder lives in that jar: a scan refuses too, before Spark starts, with the same fix
+    from click.testing import CliRunner
+
+    from cdc_monitor.cli.main import cli
+
+    capture = tmp_path / "c.jsonl"
+    capture.write_text('{"topic": "t", "partition": 0, "offset": 0, "key": null, "payload": "{}", "ts": 1}\n')
+    got = CliRunner().invoke(cli, ["scan", str(capture)])
+    assert got.exit_code == 2 and "cdc-monitor's decoder" in got.output and "scripts/build_jar.sh" in got.output
+    assert "starting Spark" not in got.output
     (folder / operator_jar().name).unlink()
     assert "has no cdc-monitor-operators-spark" in (jvm.operator_jar_problem() or "")

@@ -11,7 +11,7 @@ import click
 
 from cdc_monitor.cli.help import epilog
 from cdc_monitor.cli.kafka_flags import kafka_flags, pop_kafka_flags
-from cdc_monitor.errors import EXIT_FINDINGS, EXIT_OK
+from cdc_monitor.errors import EXIT_FINDINGS, EXIT_OK, EnvironmentProblem
 
 
 @click.command(epilog=epilog("reconcile"))
@@ -54,6 +54,10 @@ def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc
     names = tuple(t.strip() for t in (tables or "").split(",") if t.strip())
     jdbc = jdbc_settings(jdbc_url, jdbc_user, jdbc_password_file, jdbc_jar)
     jdbc.probe()  # an unreachable database: exit 2 before Spark starts
+    from cdc_monitor.decoding.decoder import decoder_problem
+
+    if problem := decoder_problem():
+        raise EnvironmentProblem(problem)
     cfg = scan_config(config_file, transaction_topic, spark_master=spark_master)
     started = time.time()
     settle_s = parse_duration_ms(settle, "--settle") / 1000 if settle else None

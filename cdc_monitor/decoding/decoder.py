@@ -110,11 +110,16 @@ def decoder_config(roles: TopicRoles, texts: bool = False) -> str:
     }, separators=(",", ":"))
 
 
+def decoder_problem() -> str | None:
+    """Why this install cannot decode (no jar for the installed pyspark), said before Spark starts; None when it can."""
+    problem = operator_jar_problem()
+    return None if problem is None else problem.replace("watch's JVM operator", "cdc-monitor's decoder")
+
+
 def register_decoder(spark: SparkSession, texts: bool = False) -> None:
     """Registers the decoder in ``spark`` (idempotent); a missing or mismatched jar is a fix-it error."""
-    problem = operator_jar_problem()
-    if problem is not None:
-        raise EnvironmentProblem(problem.replace("watch's JVM operator", "cdc-monitor's decoder"))
+    if (problem := decoder_problem()) is not None:
+        raise EnvironmentProblem(problem)
     try:
         spark.udf.registerJavaFunction(_udf_name(texts), DECODER_CLASS, decoded_type(texts))
     except Exception as exc:  # the class is not on the session's classpath

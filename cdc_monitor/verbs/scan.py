@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from cdc_monitor.errors import EXIT_FINDINGS, EXIT_OK
+from cdc_monitor.errors import EXIT_FINDINGS, EXIT_OK, EnvironmentProblem
 from cdc_monitor.sources.inputs import no_records, prepare_input
 
 if TYPE_CHECKING:
@@ -55,7 +55,12 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: None) -> O
 
 
 def prepare(settings: Settings) -> PreparedInput:
-    """The input, checked before Spark starts: files exist and hold lines, brokers answer, topics exist."""
+    """The input, checked before Spark starts: files exist and hold lines, brokers answer, topics exist,
+    and the decoder's jar is there for this pyspark."""
+    from cdc_monitor.decoding.decoder import decoder_problem
+
+    if problem := decoder_problem():
+        raise EnvironmentProblem(problem)
     return prepare_input(settings.paths, settings.kafka, allow_empty=settings.allow_empty)
 
 
