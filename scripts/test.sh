@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Set up everything the test suite needs on a fresh machine, then run it (lint + pytest).
-# Usage: bash scripts/test.sh [pytest args...]
+# Usage: bash scripts/test.sh [--quick] [pytest args...]
+#   --quick: the inner loop (unit tests, the decoder's and the seed goldens' small scans), under 3 minutes
 set -euo pipefail
 cd "$(dirname "$0")/.."
+QUICK_TESTS=(tests/unit tests/test_decode_documents.py tests/test_decoder_schema.py tests/test_seed_golden.py
+             tests/test_job_budget.py tests/test_operator_jar.py)
+quick=""
+if [ "${1:-}" = "--quick" ]; then
+  quick=yes
+  shift
+fi
 
 # Java: Spark needs a JDK/JRE 17 or 21.
 if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
@@ -71,7 +79,11 @@ bash scripts/jars.sh .venv/bin/python
 # Tests that share the Spark standalone cluster run on one worker (their xdist_group), so only
 # one cluster starts. CDC_MONITOR_TEST_WORKERS=0 runs everything in this process.
 set +e
-.venv/bin/python -m pytest -n "${CDC_MONITOR_TEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"
+if [ -n "$quick" ]; then
+  .venv/bin/python -m pytest -n "${CDC_MONITOR_TEST_WORKERS:-2}" --dist loadgroup --durations=10 "${QUICK_TESTS[@]}" "$@"
+else
+  .venv/bin/python -m pytest -n "${CDC_MONITOR_TEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"
+fi
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then
