@@ -174,9 +174,11 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     records, registry_ids = _value_format(source.records, cfg, cache, driver_findings)
     counted = Observation("decoded")
     events = cache.materialize(decode_records(records, cfg.roles).observe(counted, F.count(F.lit(1)).alias("n")))
-    # a small window is checked in one partition: no shuffles (engine/cache.py)
+    # a small window is checked in one partition: no shuffles (engine/cache.py); a window read in
+    # several is held again in one (a job more, only then: one partition plans every check without a shuffle)
     cache.one_partition = counted.get["n"] <= cfg.one_partition_rows
-    events = cache.single(events)
+    if cache.one_partition and events.rdd.getNumPartitions() > 1:
+        events = cache.materialize(events)
     lap("read_decode")
     rejects_count = 0
     # the decode pass counted unreadable input lines: read them again only when there are some

@@ -2,7 +2,8 @@
 and reported in the JSON report's ``timings_seconds.spark_jobs``. Not a timing: the count is
 the same on any machine. A scan runs 3: the decoded events checkpointed (the decoder judges each
 record's own rules in that pass), the window census, one collect of everything else; one more when a
-capture has unreadable lines. Whatever the input, never more than 12."""
+capture has unreadable lines, and one more when a small window was read in several partitions (held
+again in one). Whatever the input, never more than 12."""
 
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ def test_a_small_window_is_checked_without_shuffles_and_reports_what_partitions_
     one = scan(paths)
     spread = scan(paths, one_partition_rows=0)
     assert one.findings and one.transactions["total"] > 0
-    assert one.timings["spark_stages"] == one.timings["spark_jobs"] == spread.timings["spark_jobs"]
+    # (four files are read in four partitions: the small window is held again in one, a job more)
+    assert one.timings["spark_stages"] == one.timings["spark_jobs"] == spread.timings["spark_jobs"] + 1
     assert spread.timings["spark_stages"] > spread.timings["spark_jobs"] + 10
     assert _report(one) == _report(spread)
