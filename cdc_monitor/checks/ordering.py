@@ -9,10 +9,11 @@ update description (``content_hash``) is a copy of it, and is one of two rules:
   differs from the first copy's: the connector read the same change from the source log again and
   processed it again. Debezium does exactly that after a restart (a crash, a deploy, a rebalance):
   it resumes from the last offset Kafka Connect committed, so whatever it sent after that commit
-  is sent again, transaction markers included (Debezium docs, "Why Debezium? / Failure handling":
-  at-least-once delivery; PostgreSQL connector, "When things go wrong": "the connector ... restarts
-  from the last committed offset ... some events might be duplicated"). Expected behaviour that
-  consumers handle by idempotence: reported, never failing ``--fail-on warning``.
+  is sent again, transaction markers included (Debezium docs, each connector's "Behavior when things
+  go wrong" > "Kafka Connect process crashes": the replacement task "might generate some of the
+  same change events that were processed just prior to the crash"; consumers "should always
+  anticipate some events that might be duplicated"). Expected behaviour that consumers handle by
+  idempotence: reported, never failing ``--fail-on warning``.
 - ``duplicate`` (warning) when it is the same record again, processing time included: written
   twice by the pipeline after the connector (a producer retry, a mirror, a copy job).
 
