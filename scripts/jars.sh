@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Resolve the JVM parts the test suite runs from Maven Central into .cache/jars (kept between runs):
 #   kafka-broker/  Apache Kafka's broker (KRaft), started by tests/support/broker.py
+#   debezium-connect/  Kafka Connect (the broker's version) and Debezium's PostgreSQL and MySQL
+#                  connectors on one flat classpath, started by tests/support/debezium.py
 #   spark-kafka/   Spark's Kafka connector (spark-sql-kafka-0-10) for --kafka-reader spark: the
 #                  installed pyspark's version, else the newest published one before it
 # Usage: bash scripts/jars.sh [python]   (the Python whose pyspark picks the connector's version)
@@ -41,6 +43,10 @@ resolve() {
 
 resolve kafka-broker "$(sha256sum scripts/maven/kafka-broker.pom.xml | cut -c1-16)" || {
   echo "jars.sh: could not resolve Apache Kafka's broker from Maven Central; see .cache/jars/kafka-broker.log" >&2
+  exit 2
+}
+resolve debezium-connect "$(sha256sum scripts/maven/debezium-connect.pom.xml | cut -c1-16)" || {
+  echo "jars.sh: could not resolve Kafka Connect and Debezium from Maven Central; see .cache/jars/debezium-connect.log" >&2
   exit 2
 }
 spark_version=$("$PY" -c 'import pyspark; print(pyspark.__version__)')

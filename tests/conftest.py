@@ -33,6 +33,8 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "spark_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("spark-cluster"))
+        elif "debezium_world" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("debezium"))
         elif item.nodeid.split("::")[0].rsplit("/", 1)[-1] in ONE_WORKER_MODULES:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
@@ -90,6 +92,18 @@ def kafka_broker(tmp_path_factory):
     broker = ApacheKafka(tmp_path_factory.mktemp("kafka"))
     yield broker.bootstrap
     broker.stop()
+
+
+@pytest.fixture(scope="session")
+def debezium_world(kafka_broker, tmp_path_factory):
+    """A real Debezium pipeline (PostgreSQL, Kafka Connect running Debezium's PostgreSQL connector,
+    on the session's broker), started once; its traffic written once: an initial snapshot, a clean
+    workload, a connector crash and restart (tests/support/debezium_world.py)."""
+    from tests.support.debezium_world import build
+
+    world = build(tmp_path_factory.mktemp("debezium"), kafka_broker)
+    yield world
+    world.stop()
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,10 @@ Per transaction-topic partition, in offset order:
   ``unverifiable``: some of its events may lie before the window): ``count_mismatch`` (END.event_count vs distinct data events seen),
   ``collection_count_mismatch`` (END.data_collections vs events per table), ``order_gap``
   (total_order / data_collection_order not 1..n; at the first data event out of sequence).
-Exact re-deliveries of a data event count once here (the ordering check reports them).
+Copies of a data event count once here: exact re-deliveries, and the events a connector sends
+again after a restart (the same change with a new ``ts_ms``; the ordering check reports both, as
+``duplicate`` and ``replayed_after_restart``). Their re-sent BEGIN/END markers pair as the first ones did: a
+transaction keeps its first BEGIN and first END.
 A data event whose transaction id is on no marker while its record time lies inside the span
 the transaction-topic records cover is an ``orphan_event``.
 
@@ -31,6 +34,7 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.context import CheckContext, Placement, WindowFacts
 from cdc_monitor.checks.findings import finding
+from cdc_monitor.checks.ordering import content_hash
 from cdc_monitor.vocabulary import TX_STATUSES, Rule, Severity, TxStatus
 
 if TYPE_CHECKING:
@@ -79,12 +83,14 @@ def _markers(events: DataFrame) -> DataFrame:
 
 
 def _data(events: DataFrame, placement: Placement) -> DataFrame:
-    """Data events that name a transaction, exact re-deliveries dropped, partitioned by (server,
-    txn_key) once: every window and aggregate on the data side keys on a superset of that."""
+    """Data events that name a transaction, copies of one event dropped (ordering's content hash:
+    a re-delivery, or a replay after a connector restart, whose processing time ``ts_ms`` is new),
+    partitioned by (server, txn_key) once: every window and aggregate on the data side keys on a
+    superset of that."""
     return (
         placement.partition_by(events.where(F.col("data_event") & F.col("txn_id").isNotNull()), "server", "txn_key")
         .withColumn("rn", F.row_number().over(
-            Window.partitionBy("server", "txn_key", "topic", "key_payload", "value_hash").orderBy("partition", "offset")))
+            Window.partitionBy("server", "txn_key", "topic", "key_payload", content_hash()).orderBy("partition", "offset")))
         .where(F.col("rn") == 1)
         .drop("rn")
     )

@@ -19,6 +19,7 @@ from cdc_monitor.checks.ordering import (
     KEY_IN_MULTIPLE_PARTITIONS,
     MISSING_CREATE,
     POSITION_REGRESSION,
+    REPLAYED_AFTER_RESTART,
     TOMBSTONE_WITHOUT_DELETE,
 )
 from cdc_monitor.checks.schema import (
@@ -343,6 +344,25 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
         dup.ts = self.g.proc_ts
         self.g.proc_ts += 1
         self.label(DUPLICATE.name, self.g.emit(dup, orig.partition))
+        return True
+
+    def _replayed_after_restart(self, txn_no: int, hooks: dict[str, Any]) -> bool:
+        """A change event sent again after a connector restart: the same event, processed again (a
+        new ``ts_ms``, 1 ms after the first: its lag stays that of the first), later in the partition."""
+        picked = self.pick_live(streamed=True)
+        if picked is None:
+            return False
+        table, pk = picked
+        orig = self.g.keys[(table.name, pk)].last
+        if not isinstance(orig.value, dict) or not isinstance(orig.value.get("ts_ms"), int):
+            return False
+        self.reserve(table.name, pk)
+        replay = copy.copy(orig)
+        replay.value = dict(orig.value, ts_ms=orig.value["ts_ms"] + 1)
+        replay.raw_value = None
+        replay.ts = self.g.proc_ts
+        self.g.proc_ts += 1
+        self.label(REPLAYED_AFTER_RESTART.name, self.g.emit(replay, orig.partition))
         return True
 
     def _missing_create(self, txn_no: int, hooks: dict[str, Any]) -> None:

@@ -41,7 +41,8 @@ def _as_owner(argv: list[str]) -> list[str]:
 class Postgres(ServerProcess):
     """``root``: a new folder (made here, traversable by the ``postgres`` user; removed by ``stop``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: dict[str, str] | None = None) -> None:
+        """``settings``: more server settings (``-c name=value``), e.g. ``wal_level=logical``."""
         root = Path(tempfile.mkdtemp(prefix="cdc-monitor-pg-"))
         root.chmod(0o755)
         self.root = root
@@ -61,7 +62,8 @@ class Postgres(ServerProcess):
             raise RuntimeError(f"initdb failed: {made.stderr.strip()[-500:]}")
         self.url = f"jdbc:postgresql://127.0.0.1:{self.port}/{DATABASE}"
         super().__init__(_as_owner([pg_bin("postgres"), "-D", str(self.data), "-p", str(self.port), "-k", str(root),
-                                    "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "full_page_writes=off"]),
+                                    "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "full_page_writes=off",
+                                    *[a for k, v in (settings or {}).items() for a in ("-c", f"{k}={v}")]]),
                          root / "postgres.log", self._ready, "PostgreSQL", timeout=60)
         self.psql("postgres", f"create database {DATABASE}")
 

@@ -1,0 +1,244 @@
+"""Debezium itself: its PostgreSQL connector (3.6.1, pgoutput, transaction metadata, heartbeats,
+JSON with schemas) in Kafka Connect, on PostgreSQL 15 and the suite's Apache Kafka broker, writing
+the traffic of tests/support/debezium_workload.py (one world for these tests: conftest's
+``debezium_world``). Clean traffic gives no finding; a connector crash gives exactly its re-sent
+events, as ``replayed_after_restart``; reconcile matches the database row for row."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
+
+import pytest
+
+from cdc_monitor.checks.ordering import REPLAYED_AFTER_RESTART
+from cdc_monitor.config import ScanConfig
+from cdc_monitor.vocabulary import SEVERITY_RANK, Severity
+from tests.support import debezium_workload as w
+from tests.support.debezium_world import PREFIX, TOPICS, data_topic
+
+SERVER = PREFIX
+
+
+def _scan(spark, world, reader: str, end_ms: int | None):
+    from cdc_monitor.pipeline import run_scan
+    from cdc_monitor.sources.inputs import KafkaFlags, prepare_input
+
+    flags = KafkaFlags(bootstrap_servers=world.bootstrap, topics=TOPICS, reader=reader,
+                       end=str(end_ms) if end_ms is not None else None)
+    return run_scan(prepare_input((), flags).read(spark), ScanConfig(max_findings=100_000))
+
+
+def _by_table_op(result) -> Counter[tuple[str, str]]:
+    return Counter({(r["table"], r["op"]): r["count"] for r in result.events_by_table if r["server"] == SERVER})
+
+
+@pytest.fixture(scope="module")
+def clean(spark, debezium_world):
+    return _scan(spark, debezium_world, "python", debezium_world.clean_end_ms)
+
+
+def test_clean_real_traffic_gives_no_finding_and_exact_counts(clean, debezium_world):
+    """The snapshot and the clean workload (37 transactions), read from Kafka with the bundled reader."""
+    result, txns = clean, debezium_world.clean
+    assert result.findings == [], result.findings  # not even info
+    assert w.transactions(txns) == 37
+    tx = result.transactions
+    assert (tx["total"], tx["complete"]) == (37, 37), tx
+    assert all(tx[k] == 0 for k in ("open", "unverifiable", "missing_end", "missing_begin", "count_mismatch",
+                                    "collection_count_mismatch", "order_gap", "orphan_events")), tx
+    by_op = _by_table_op(result)
+    expected = Counter(w.SNAPSHOT) + w.events(txns)
+    assert dict(expected) == {w.CUSTOMERS: 6 + 20, w.ORDERS: 8 + 32, w.STOCK: 4 + 15, w.SCRATCH: 3 + 2}
+    per_table = Counter()
+    for (table, _op), n in by_op.items():
+        per_table[table] += n
+    assert per_table == expected, by_op
+    assert {t: by_op[(t, "r")] for t in w.TABLES} == w.SNAPSHOT
+    assert by_op[(w.SCRATCH, "t")] == 1 and by_op[(w.ORDERS, "d")] == 2 and by_op[(w.CUSTOMERS, "d")] == 2
+    # lag: every streamed change (c/u/d; not snapshot reads, not the truncate), each under a minute
+    lag = {r["table"]: r for r in result.lag if r.get("server") in (SERVER, None)}
+    assert {t: lag[t]["count"] for t in lag} == {t: n - (1 if t == w.SCRATCH else 0) for t, n in w.events(txns).items()}
+    assert all(0 <= r["max_ms"] < 60_000 for r in lag.values()), lag
+    snaps = {(s["table"], s["rows"], s["first_marker"], s["last_marker"]) for s in result.snapshots}
+    assert snaps == {(t, n, True, True) for t, n in w.SNAPSHOT.items()}
+    assert result.heartbeats and result.heartbeats[0]["server"] == SERVER and result.heartbeats[0]["count"] >= 1
+    assert result.summary["invalid_records"] == 0
+
+
+@pytest.fixture(scope="module")
+def crashed(spark, debezium_world):
+    return _scan(spark, debezium_world, "spark", None)
+
+
+def test_a_connector_crash_is_its_resent_events_as_one_info_rule(crashed, debezium_world):
+    """Connect killed with SIGKILL after streaming 6 transactions it had not committed offsets for,
+    3 more committed while it was down, then started: Debezium sends the 6 again (10 change events
+    and their BEGIN/END markers) from its last committed offset. Read with Spark's Kafka connector."""
+    result, world = crashed, debezium_world
+    resent = w.events(world.resent)
+    assert sum(resent.values()) == 10 and w.transactions(world.resent) == 6
+    found = Counter((f["rule"], f["severity"]) for f in result.findings)
+    assert found == {(REPLAYED_AFTER_RESTART.name, Severity.INFO.value): 10}, result.findings
+    assert not [f for f in result.findings if SEVERITY_RANK[f["severity"]] >= SEVERITY_RANK["warning"]]
+    # exactly the copies: per topic, the records after the first streaming of everything before the
+    # kill, each naming its original, the record as many places back as the topic's re-sent records
+    before = world.expected_records(replayed=False)
+    for table, n in (w.events(world.resent) + w.tombstones(world.resent)).items():
+        before[data_topic(table)] += n
+    copies = {data_topic(t): n for t, n in (w.events(world.resent) + w.tombstones(world.resent)).items()}
+    seen = Counter()
+    for f in result.findings:
+        topic, offset = f["topic"], f["offset"]
+        seen[topic] += 1
+        assert before[topic] <= offset < before[topic] + copies[topic], f
+        original = int(re.search(r"at offset (\d+) sent again", f["message"]).group(1))
+        assert original == offset - copies[topic], f
+    assert seen == {data_topic(t): n for t, n in resent.items()}
+    tx = result.transactions
+    assert (tx["total"], tx["complete"]) == (37 + 6 + 3, 37 + 6 + 3), tx
+    assert tx["count_mismatch"] == tx["collection_count_mismatch"] == tx["order_gap"] == tx["missing_end"] == 0, tx
+    # every event counted, copies included
+    every = Counter(w.SNAPSHOT) + w.events([*world.clean, *world.resent, *world.resent, *world.down])
+    per_table = Counter()
+    for (table, _op), n in _by_table_op(result).items():
+        per_table[table] += n
+    assert per_table == every
+
+
+def test_watch_over_the_same_stream_finds_what_scan_finds(spark, debezium_world, crashed, tmp_path):
+    """watch (bundled reader, the stateful carry and per-batch engine) over the same topics: the same
+    records, events and findings as the scan of them, replays included."""
+    from cdc_monitor.sources.kafka.client import BrokerInspector
+    from cdc_monitor.sources.kafka.options import KafkaOptions
+    from cdc_monitor.sources.kafka.planner import select_topics
+    from cdc_monitor.watch.batch import WatchSettings
+    from cdc_monitor.watch.stream import open_stream
+    from tests.support.watch_stream import run_stream
+
+    options = {"kafka.bootstrap.servers": debezium_world.bootstrap, "subscribePattern": TOPICS,
+               "startingOffsets": "earliest"}
+    with BrokerInspector(KafkaOptions.from_options(options)) as insp:
+        existing = insp.topics()
+        topics = select_topics(KafkaOptions.from_options(options), existing)
+    cfg = ScanConfig()
+    settings = WatchSettings(scan=cfg, transaction_servers=cfg.roles.transaction_servers(topics),
+                             topic_partitions=tuple((t, existing[t]) for t in topics))
+    _, state = run_stream(spark, None, tmp_path / "ckpt", settings, stream=open_stream(spark, options, "python", topics))
+    heartbeats_since = state.totals["records"][""] - crashed.summary["records"]
+    assert heartbeats_since >= 0  # the heartbeats written after the scan's read; nothing else is new
+    found = Counter()
+    for key, n in state.totals["findings"].items():
+        found[(key.split("|")[3], key.split("|")[4])] += n  # server|table|check|rule|severity
+    assert +found == Counter({(REPLAYED_AFTER_RESTART.name, Severity.INFO.value): 10}), found
+    events = Counter()
+    for key, n in state.totals["events"].items():
+        events[(key.split("|")[1], key.split("|")[2])] += n  # server|table|op
+    assert +events == _by_table_op(crashed)
+
+
+# the rows no event of the topics has written since ``alter table public.orders add column discount ...
+# default 0``: PostgreSQL fills existing rows with the default without a WAL record, so Debezium
+# sends nothing for them and their last event has no ``discount`` field
+BEFORE_ADD_COLUMN = 23
+
+
+def _counts(tables: dict) -> dict[str, dict[str, int]]:
+    return {t: {k: r[k] for k in ("source_rows", "topic_rows", "match", "missing", "extra", "differs", "in_flight")}
+            for t, r in tables.items()}
+
+
+@pytest.fixture(scope="module")
+def reconciled(spark, debezium_world, tmp_path_factory):
+    """reconcile(): per table, its JSON report, and the outcome."""
+    from cdc_monitor.reconcile.connection import jdbc_settings
+    from cdc_monitor.reconcile.run import run_reconcile
+    from cdc_monitor.sources.inputs import KafkaFlags, prepare_input
+    from tests.support.postgres import PASSWORD, USER
+
+    password = tmp_path_factory.mktemp("debezium-secret") / "pw"
+    password.write_text(PASSWORD + "\n")
+    jdbc = jdbc_settings(debezium_world.pipeline.pg.url, USER, str(password))
+    spark.sql(f"ADD JAR {jdbc.jar}")
+
+    def reconcile():
+        flags = KafkaFlags(bootstrap_servers=debezium_world.bootstrap, topics=TOPICS)
+        out = run_reconcile(prepare_input((), flags).read(spark), jdbc, max_samples=50)
+        return {t["table"]: t for t in out.to_json_dict()["reconcile"]}, out
+
+    return reconcile
+
+
+@pytest.fixture(scope="module")
+def quiescent(reconciled):
+    """The first reconciliation: after the crash and its replays, nothing written since."""
+    return reconciled()
+
+
+# customers: 6, one deleted (5 renamed 600); orders: 8, one deleted, 12 + 6 + 5 inserted, 3 before the crash and
+# one of them deleted, 2 while down; stock: 4, one inserted, one deleted; scratch: truncated last
+ROWS = {w.CUSTOMERS: 6 - 1, w.ORDERS: 8 - 1 + 12 + 6 + 5 + 3 - 1 + 2, w.STOCK: 4 + 1 - 1, w.SCRATCH: 0}
+
+
+@pytest.mark.xfail(strict=True, reason="reconcile/ (not this branch's to change) calls two kinds of real Debezium "
+                   "traffic a mismatch: a truncate event has no key and is dropped before truncates are applied "
+                   "(reconcile/topic_state.py), and a column added with a default is compared on rows whose last "
+                   "event predates it (reconcile/compare.py); see the issue 54 note")
+def test_reconcile_matches_every_row_quiescent(quiescent):
+    tables, out = quiescent
+    assert _counts(tables) == {t: {"source_rows": n, "topic_rows": n, "match": n, "missing": 0, "extra": 0, "differs": 0,
+                                   "in_flight": 0} for t, n in ROWS.items()}
+    assert out.mismatches == 0
+
+
+def test_reconcile_then_a_change_the_connector_never_saw(reconciled, quiescent, debezium_world):
+    """Quiescent, after the crash and its replays: customers and stock match row for row; orders and
+    scratch differ only as the xfail above says. Then a transaction that began before the
+    connector's last one commits while Connect is stopped: its update is ``differs`` and its insert
+    ``missing``, exactly (PostgreSQL's xmin older than the window's newest txId: not in flight).
+    Stops the connector: the last test of the world."""
+    from tests.support.debezium_world import TRANSACTION_TOPIC, wait_for
+    from tests.support.postgres import DATABASE, PASSWORD, USER
+
+    world = debezium_world
+    pg = world.pipeline.pg
+    first, out = quiescent
+    quiet = {t: {"source_rows": n, "topic_rows": n, "match": n, "missing": 0, "extra": 0, "differs": 0, "in_flight": 0}
+             for t, n in ROWS.items()}
+    quiet[w.ORDERS] |= {"match": ROWS[w.ORDERS] - BEFORE_ADD_COLUMN, "differs": BEFORE_ADD_COLUMN}
+    quiet[w.SCRATCH] |= {"topic_rows": 5, "extra": 5}  # 1, 2, 3 (snapshot), 10, 11: every one truncated since
+    assert _counts(first) == quiet, _counts(first)
+    assert first[w.ORDERS]["columns_differing"] == {"discount": BEFORE_ADD_COLUMN}
+    assert all(c["source"] == "0" and c["topic"] is None
+               for s in first[w.ORDERS]["samples"]["differs"] for c in s["columns"])
+    assert first[w.ORDERS]["unavailable_values"] == 1  # order 1's TOASTed note, not carried by its update
+    assert out.mismatches == BEFORE_ADD_COLUMN + 5
+
+    session = subprocess.Popen(["psql", "-h", "127.0.0.1", "-p", str(pg.port), "-U", USER, "-d", DATABASE, "-qAt",
+                                "-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                               env={"PGPASSWORD": PASSWORD, "PATH": "/usr/bin:/bin"})
+    assert session.stdin is not None and session.stdout is not None
+    session.stdin.write("begin; update public.orders set amount = 0.5 where id = 301; "
+                        "insert into inventory.stock values ('z', 9, 1, 1.00); select 'ready';\n")
+    session.stdin.flush()
+    assert session.stdout.readline().strip() == "ready"
+    pg.sql("update public.customers set email = 'last@example.com' where id = 4")  # streamed: the newest txId
+    expected = world.expected_records(replayed=True)
+    expected[data_topic(w.CUSTOMERS)] += 1
+    expected[TRANSACTION_TOPIC] += 2
+    wait_for(world.bootstrap, expected, world.pipeline)
+    assert world.pipeline.connect is not None
+    world.pipeline.connect.stop()
+    session.stdin.write("commit;\n")
+    session.stdin.close()
+    assert session.wait(30) == 0
+    second, out = reconciled()
+    changed = {**quiet, w.STOCK: quiet[w.STOCK] | {"source_rows": ROWS[w.STOCK] + 1, "missing": 1},
+               w.ORDERS: quiet[w.ORDERS] | {"match": quiet[w.ORDERS]["match"] - 1, "differs": BEFORE_ADD_COLUMN + 1}}
+    assert _counts(second) == changed, _counts(second)
+    differs = [s for s in second[w.ORDERS]["samples"]["differs"] if s["key"] == {"id": "301"}]
+    assert differs == [{"key": {"id": "301"}, "columns": [{"column": "amount", "source": "0.5", "topic": "-263.301"}]}], \
+        differs
+    assert [s["key"] for s in second[w.STOCK]["samples"]["missing"]] == [{"sku": "z", "store": "9"}]
+    assert out.mismatches == BEFORE_ADD_COLUMN + 5 + 2
