@@ -40,9 +40,13 @@ def topic_rows(state: DataFrame, tables: list[SourceTable], facts: dict[str, Top
             return topic_value(F.col(source)[name], col.kind, info.get("logical"), info.get("scale", col.scale))
 
         key = [F.coalesce(value("k", k), F.when(F.col("k").isNull(), F.col("key_payload"))) for k in t.key]
+        # a column the row image does not carry (added to the table after the row's last change:
+        # PostgreSQL fills a column added with a default without writing to the WAL, so Debezium sends
+        # nothing for the rows it already had) says nothing about the source's value
+        carried = [F.when(F.col("a").isNull() | F.map_contains_key("a", c.name), value("a", c.name)).otherwise(F.lit(UNAVAILABLE))
+                   for c in t.columns]
         frames.append(parsed.where(F.col("table") == t.name).select(
-            "table", F.to_json(F.array(*key)).alias("key"),
-            F.array(*[value("a", c.name) for c in t.columns]).alias("t_vals"), "removed"))
+            "table", F.to_json(F.array(*key)).alias("key"), F.array(*carried).alias("t_vals"), "removed"))
     return union_all(frames)
 
 

@@ -81,9 +81,10 @@ def latest_state(events: DataFrame, tables: dict[str, TopicTable]) -> DataFrame:
             .select(table.alias("table"), "key_payload", "op", "after", "position", "partition", "offset",
                     (F.col("kind") == "tombstone").alias("tombstone"),
                     F.col("source")["txId"].try_cast("bigint").alias("txid"))
-            .where(F.col("table").isin(list(tables)) & F.col("key_payload").isNotNull()))
+            .where(F.col("table").isin(list(tables))))
+    # a truncate names no key (Debezium's op t has none): taken before keyless records are left out
     truncated = (rows.where(F.col("op") == "t").groupBy("table").agg(F.max(_order()).alias("truncated_at")))
-    last = (rows.where(F.coalesce(F.col("op"), F.lit("")) != "t")
+    last = (rows.where((F.coalesce(F.col("op"), F.lit("")) != "t") & F.col("key_payload").isNotNull())
             .groupBy("table", "key_payload")
             .agg(F.max_by(F.struct("op", "after", "tombstone", "txid", _order().alias("at")), _order()).alias("e")))
     return (last.join(F.broadcast(truncated), "table", "left")
