@@ -95,7 +95,11 @@ def make_client(settings: LineageSettings) -> OpenLineageClient:
 
 
 def _one_line(err: BaseException) -> str:
-    text = (str(err).strip().splitlines() or [""])[0][:300]
+    """``ConnectionError: Failed to establish a new connection: [Errno 111] Connection refused``:
+    requests wraps urllib3's retries, whose ``reason`` says what happened."""
+    reason = getattr(err.args[0], "reason", None) if err.args else None
+    text = str(reason if reason is not None else err).split(">: ", 1)[-1]
+    text = (text.strip().splitlines() or [""])[0][:300]
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
