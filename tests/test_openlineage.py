@@ -243,6 +243,14 @@ def test_settings_flags_config_and_environment(monkeypatch, tmp_path):
         load_config(str(config), env={})
 
 
+def test_the_documented_example_is_a_valid_event(schemas):
+    """docs/openlineage.md's example is what the code wrote (reformatted only): it still validates."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "openlineage.md").read_text()
+    example = json.loads(page.split("```json\n", 1)[1].split("\n```", 1)[0])
+    assert example["eventType"] == "COMPLETE" and example["inputs"][0]["namespace"] == "kafka://broker:9092"
+    validate(example, schemas)
+
+
 def _run(target, verb="scan", required=False, **table):
     from cdc_monitor.lineage.run import LineageRun
 

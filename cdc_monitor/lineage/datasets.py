@@ -3,8 +3,9 @@
 census counted; for ``reconcile``, each source table with its reconciliation.
 
 Rules judged on a topic: the decode rules on every topic; on a topic of change events the lag,
-schema and ordering rules, and the transaction rules when the window holds transaction markers;
-on a transaction topic the transaction rules. The capture rule is judged on capture inputs only,
+schema and ordering rules, and the transaction rules when the window holds transaction metadata
+(a marker, or an event naming its transaction: when the scan plans that check); on a transaction
+topic the transaction rules. The capture rule is judged on capture inputs only,
 the Schema Registry's rules with a registry only, ``invalid_capture_line`` on no topic (its lines
 have none), watch's ``source`` rules never by these verbs. A rule with a finding on a topic is
 listed for it whatever its role. An assertion succeeds when the topic holds no finding of its
@@ -111,7 +112,8 @@ def topic_datasets(result: ScanResult, fail_on: str, capture_namespace: str | No
     by_topic = {c["topic"]: c for c in result.topic_counts}
     for p in result.window.get("partitions", []):  # (a topic the census saw no record of: none today)
         by_topic.setdefault(p["topic"], {"topic": p["topic"], "records": p.get("records", 0)})
-    transactions_read = any(c.get("transaction_markers") for c in by_topic.values())
+    transactions_read = any(c.get("transaction_markers") or c.get("data_events", 0) > c.get("transaction_null", 0)
+                            for c in by_topic.values())
     failing = failing_rules(result, fail_on)
     found = {topic for c in result.finding_counts for topic in c.get("topics") or []}
     out = []
