@@ -229,6 +229,7 @@ def test_settings_flags_config_and_environment(monkeypatch, tmp_path):
 
     assert lineage_settings({}, None, env={}) is None
     assert lineage_settings({}, None, env={"OPENLINEAGE_URL": "http://m:5000"}).target == CLIENT
+    assert lineage_settings({}, "console", env={"OPENLINEAGE_DISABLED": "true"}) is None  # as the client honours it
     config = tmp_path / "c.toml"
     config.write_text('[openlineage]\nurl = "console"\nnamespace = "team"\njob = "orders-quality"\nrequired = true\n')
     s = lineage_settings(load_config(str(config), env={}).openlineage, "file:out.jsonl", env={})

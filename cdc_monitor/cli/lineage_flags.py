@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cdc_monitor.config import ScanConfig
+
+if TYPE_CHECKING:
+    from cdc_monitor.lineage.run import LineageRun
 
 _FLAGS = [
     click.option("--openlineage", "openlineage", metavar="URL|file:PATH|console",
@@ -44,7 +47,7 @@ class NoLineage:
         pass
 
 
-def open_lineage(kwargs: dict[str, Any], cfg: ScanConfig, config_file: str | None, verb: str) -> Any:
+def open_lineage(kwargs: dict[str, Any], cfg: ScanConfig, config_file: str | None, verb: str) -> LineageRun | NoLineage:
     """The run's lineage from the flags (popped from ``kwargs``), the config file's ``[openlineage]``
     and the client's environment; checked before Spark starts (a bad target, an unwritable file, a
     missing package: exit 2)."""

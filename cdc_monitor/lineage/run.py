@@ -14,11 +14,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.errors import InputError
 from cdc_monitor.lineage.delivery import Delivered, deliver, make_client
-from cdc_monitor.lineage.settings import LineageSettings, report_links
+from cdc_monitor.lineage.settings import LineageSettings
 
 if TYPE_CHECKING:
     from openlineage.client.event_v2 import RunEvent
@@ -26,14 +27,19 @@ if TYPE_CHECKING:
     from cdc_monitor.lineage.events import RunInfo
 
 
+def report_links(paths: Mapping[str, str | None]) -> dict[str, str]:
+    """What a run wrote for people to open (kind -> ``file://`` URI of the absolute path)."""
+    return {kind: Path(p).expanduser().resolve().as_uri() for kind, p in paths.items() if p}
+
+
 class LineageRun:
     def __init__(self, settings: LineageSettings, verb: str, warn: Callable[[str], None]) -> None:
+        self.client = make_client(settings)  # (first: a missing package is exit 2 with the fix)
         from openlineage.client.uuid import generate_new_uuid
 
         self.settings = settings
         self.verb = verb
         self.warn = warn
-        self.client = make_client(settings)
         self.run_id = str(generate_new_uuid())
         self.started_at = time.time()
         self.delivered: Delivered | None = None

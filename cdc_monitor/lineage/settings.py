@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from cdc_monitor.errors import UsageError
@@ -76,9 +75,12 @@ def _text(table: Mapping[str, Any], key: str, origin: str) -> str | None:
 
 def lineage_settings(table: Mapping[str, Any], target: str | None = None, required: bool = False,
                      origin: str = "the config file", env: Mapping[str, str] | None = None) -> LineageSettings | None:
-    """The run's lineage settings, or None when nothing asks for events: ``target`` and ``required``
-    are the flags, ``table`` the config file's ``[openlineage]`` table (read from ``origin``)."""
+    """The run's lineage settings, or None when nothing asks for events (or ``OPENLINEAGE_DISABLED``
+    turns them off): ``target`` and ``required`` are the flags, ``table`` the config file's
+    ``[openlineage]`` table (read from ``origin``)."""
     env = os.environ if env is None else env
+    if env.get("OPENLINEAGE_DISABLED", "").strip().lower() == "true":  # as the client honours it
+        return None
     if target is not None:
         chosen = _target(target, "flags")
     elif table.get("url") is not None:
@@ -105,7 +107,3 @@ def lineage_settings(table: Mapping[str, Any], target: str | None = None, requir
         capture_namespace=capture, required=required or required_setting, endpoint=_text(table, "endpoint", origin),
         timeout=float(timeout), api_key=_text(table, "api_key", origin))
 
-
-def report_links(paths: Mapping[str, str | None]) -> dict[str, str]:
-    """What a run wrote for people to open (kind -> ``file://`` URI of the absolute path)."""
-    return {kind: Path(p).expanduser().resolve().as_uri() for kind, p in paths.items() if p}
