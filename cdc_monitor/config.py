@@ -20,6 +20,8 @@ from cdc_monitor.vocabulary import (
 )
 
 REGISTRY_SETTINGS = ("url", "basic_auth_user_info", "bearer_token")
+# the [openlineage] table's settings (docs/configuration.md; cdc_monitor/lineage/settings.py reads them)
+OPENLINEAGE_SETTINGS = ("url", "namespace", "job", "capture_namespace", "required", "endpoint", "timeout", "api_key")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, None: 1000}
 
@@ -54,6 +56,8 @@ class ScanConfig:
     # url, basic_auth_user_info, bearer_token: Avro keys and values in the Confluent wire format
     schema_registry: dict[str, str] = field(default_factory=dict)
     avro_json: bool = False  # capture values/keys are Avro-JSON text (kcat -s avro, kafka-avro-console-consumer)
+    # the [openlineage] table as read (cdc_monitor/lineage/settings.py settles it with the flags)
+    openlineage: dict[str, Any] = field(default_factory=dict)
 
     @property
     def roles(self) -> TopicRoles:
@@ -81,7 +85,7 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
             out["transaction_topic_regex"] = exact_topic_regex(str(value))
         elif name in {f.name for f in fields(ScanConfig)}:
             out[name] = value
-        elif name not in ("tables", "spark", "kafka", "schema_registry"):
+        elif name not in ("tables", "spark", "kafka", "schema_registry", "openlineage"):
             raise UsageError(f"{origin}: unknown setting {key!r}; see docs/configuration.md")
     tables = data.get("tables", {})
     thresholds = {t: parse_duration_ms(v.get("lag_threshold"), f"{origin}: tables.{t}.lag_threshold")
@@ -98,6 +102,12 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
             raise UsageError(f"{origin}: unknown [schema_registry] setting(s) {', '.join(sorted(unknown))}; "
                              f"known: {', '.join(REGISTRY_SETTINGS)}")
         out["schema_registry"] = {str(k): str(v) for k, v in data["schema_registry"].items()}
+    if isinstance(data.get("openlineage"), dict):
+        unknown = set(data["openlineage"]) - set(OPENLINEAGE_SETTINGS)
+        if unknown:
+            raise UsageError(f"{origin}: unknown [openlineage] setting(s) {', '.join(sorted(unknown))}; "
+                             f"known: {', '.join(OPENLINEAGE_SETTINGS)}")
+        out["openlineage"] = dict(data["openlineage"])
     return out
 
 

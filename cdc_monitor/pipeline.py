@@ -32,7 +32,7 @@ from cdc_monitor.checks.transactions import transaction_summary
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import decode_records
 from cdc_monitor.engine.cache import FrameCache
-from cdc_monitor.engine.census import events_by_table, heartbeats, nulls_first, schema_versions, summary_counts
+from cdc_monitor.engine.census import events_by_table, heartbeats, nulls_first, schema_versions, summary_counts, topic_counts
 from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.engine.jobs import JobCounter
 from cdc_monitor.engine.series import step_ms
@@ -65,7 +65,10 @@ class ScanResult:
     schemas: list[dict[str, Any]] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
     findings_by_rule: dict[str, dict[str, int]] = field(default_factory=dict)
-    finding_counts: list[dict[str, Any]] = field(default_factory=list)  # per check, rule, severity, server, table
+    # per check, rule, severity, server, table: count, and the topics its findings are on
+    finding_counts: list[dict[str, Any]] = field(default_factory=list)
+    # per topic: records, tombstones, data events, those without op / transaction (engine/census.py)
+    topic_counts: list[dict[str, Any]] = field(default_factory=list)
     duration_seconds: float = 0.0
     finished_at: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
@@ -225,6 +228,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         findings=collected.findings,
         findings_by_rule=counts,
         finding_counts=collected.counts,
+        topic_counts=topic_counts(facts.rows),
         timings=timings,
         inputs=dict(source.description) | _format_description(cfg),
         series={"step_ms": step, "lag_threshold_ms": cfg.lag_threshold_ms,

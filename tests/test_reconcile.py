@@ -157,13 +157,13 @@ def test_cli_json_report_metrics_and_exit_1_without_showing_the_password(spark, 
     from cdc_monitor.cli.main import cli
 
     pg, captures, password = shop
-    report, prom = tmp_path / "reconcile.json", tmp_path / "reconcile.prom"
+    report, prom, lineage = tmp_path / "reconcile.json", tmp_path / "reconcile.prom", tmp_path / "lineage.jsonl"
     for name in ("CDC_MONITOR_JDBC_USER", "CDC_MONITOR_JDBC_PASSWORD"):
         monkeypatch.delenv(name, raising=False)
     result = CliRunner().invoke(cli, [
         "reconcile", str(captures["schemas"]), "--jdbc-url", pg.url, "--jdbc-user", USER,
         "--jdbc-password-file", str(password), "--tables", "public.orders,public.items",
-        "--output", "json", "--report-file", str(report), "--textfile", str(prom)])
+        "--output", "json", "--report-file", str(report), "--textfile", str(prom), "--openlineage", f"file:{lineage}"])
     assert result.exit_code == 1, result.output
     data = json.loads(report.read_text())
     assert [t["table"] for t in data["reconcile"]] == ["public.items", "public.orders"]
@@ -174,8 +174,22 @@ def test_cli_json_report_metrics_and_exit_1_without_showing_the_password(spark, 
     assert 'cdc_reconcile_rows{state="missing",table="public.orders"} 2.0' in metrics
     assert 'cdc_reconcile_rows{state="in_flight",table="public.orders"} 1.0' in metrics
     assert 'cdc_reconcile_checksum_equal{table="public.items"} 0.0' in metrics
-    for text in (result.output, report.read_text(), metrics):
+    for text in (result.output, report.read_text(), metrics, lineage.read_text()):
         assert PASSWORD not in text
+    # OpenLineage: the source tables as the naming spec names PostgreSQL tables, with their counts
+    from urllib.parse import urlsplit
+
+    from tests.support.openlineage import registry, validate
+
+    events = [json.loads(line) for line in lineage.read_text().splitlines()]
+    assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
+    for e in events:
+        validate(e, registry())
+    source = urlsplit(pg.url.removeprefix("jdbc:"))
+    tables = {d["name"]: d["inputFacets"] for d in events[1]["inputs"]
+              if d["namespace"] == f"postgres://{source.hostname}:{source.port}"}
+    orders = tables[f"{source.path.strip('/')}.public.orders"]["cdcMonitor_reconcile"]
+    assert {"source_rows": orders["sourceRows"], "topic_rows": orders["topicRows"], **orders["rows"]} == ORDERS
 
 
 def test_settle_turns_a_change_that_lands_meanwhile_into_in_flight(spark, reconcile_with, shop):

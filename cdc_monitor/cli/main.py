@@ -13,6 +13,7 @@ from cdc_monitor import __version__
 from cdc_monitor.cli.help import epilog
 from cdc_monitor.cli.kafka_flags import apply_format_flags, format_flags, kafka_flags, pop_kafka_flags
 from cdc_monitor.cli.layered_config import scan_config
+from cdc_monitor.cli.lineage_flags import lineage_flags, open_lineage
 from cdc_monitor.errors import EXIT_CANNOT_RUN, CdcMonitorError, UsageError
 from cdc_monitor.vocabulary import FAIL_ON, STREAM_READERS, KafkaReader
 
@@ -64,6 +65,7 @@ def cli() -> None:
 @click.option("--job", default="cdc-monitor", show_default=True, help="The job label of pushed/written metrics.")
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
 @click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)
+@lineage_flags
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str | None,
          lag_threshold: str | None, output_mode: str, report_file: str | None, fail_on: str | None,
@@ -78,14 +80,20 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, fail_on=fail_on,
                       max_findings=max_findings, spark_master=spark_master)
     cfg = apply_format_flags(kafka, cfg)
+    lineage = open_lineage(kafka, cfg, config_file, "scan")
     settings = verb.Settings(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf), cfg, allow_empty)
-    outcome = verb.run(settings, out.log)
-    out.report(outcome.result)
+    with lineage.failing():
+        outcome = verb.run(settings, out.log)
+        out.report(outcome.result)
+        lineage.complete(outcome, **{output_mode: report_file})
     from cdc_monitor.sinks.prometheus import MetricsSnapshot
 
-    out.metrics(MetricsSnapshot.from_outcome(outcome, job), textfile, push_gateway, outcome.verdict)
+    snapshot = MetricsSnapshot.from_outcome(outcome, job)
+    snapshot.lineage = lineage.metrics()
+    out.metrics(snapshot, textfile, push_gateway, outcome.verdict)
     out.log(f"cdc-monitor: scanned in {outcome.result.duration_seconds:.1f}s ({outcome.seconds:.1f}s with Spark's "
             f"start-up); {outcome.verdict}")
+    lineage.require(outcome.verdict)
     sys.exit(outcome.exit_code)
 
 @cli.command(epilog=epilog("gate"))
@@ -103,6 +111,7 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
 @click.option("--report-file", type=click.Path(), help="Write the gate report here instead of stdout.")
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
 @click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)
+@lineage_flags
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None, data_docs: str | None,
          config_file: str | None, transaction_topic: str | None, lag_threshold: str | None, output_mode: str,
@@ -118,18 +127,23 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
     suites = tuple(load_suites(suite_files))
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
     cfg = apply_format_flags(kafka, cfg)
+    lineage = open_lineage(kafka, cfg, config_file, "gate")
     scanning = scan.Settings(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf), cfg, allow_empty)
-    outcome = verb.run(verb.Settings(scanning, suites, data_docs), out.log)
-    if junit:
-        from cdc_monitor.gate.junit import write_junit
+    with lineage.failing():
+        outcome = verb.run(verb.Settings(scanning, suites, data_docs), out.log)
+        if junit:
+            from cdc_monitor.gate.junit import write_junit
 
-        write_junit(outcome.result.outcomes, junit)
-        out.log(f"cdc-monitor: JUnit written to {junit}")
-    if data_docs:
-        out.log(f"cdc-monitor: Data Docs in {data_docs}/index.html")
-    out.gate_report(outcome.result)
+            write_junit(outcome.result.outcomes, junit)
+            out.log(f"cdc-monitor: JUnit written to {junit}")
+        if data_docs:
+            out.log(f"cdc-monitor: Data Docs in {data_docs}/index.html")
+        out.gate_report(outcome.result)
+        lineage.complete(outcome, **{output_mode: report_file}, junit=junit,
+                         data_docs=f"{data_docs}/index.html" if data_docs else None)
     out.log(f"cdc-monitor: gate {'failed' if outcome.result.failed else 'passed'} in {outcome.seconds:.1f}s: "
             f"{outcome.verdict}")
+    lineage.require(outcome.verdict)
     sys.exit(outcome.exit_code)
 
 @cli.command(epilog=epilog("generate"))

@@ -11,6 +11,7 @@ import click
 
 from cdc_monitor.cli.help import epilog
 from cdc_monitor.cli.kafka_flags import kafka_flags, pop_kafka_flags
+from cdc_monitor.cli.lineage_flags import lineage_flags, open_lineage
 from cdc_monitor.errors import EXIT_FINDINGS, EXIT_OK, EnvironmentProblem
 
 
@@ -36,6 +37,7 @@ from cdc_monitor.errors import EXIT_FINDINGS, EXIT_OK, EnvironmentProblem
 @click.option("--textfile", type=click.Path(), help="Write the metrics atomically to this .prom file (node_exporter).")
 @click.option("--job", default="cdc-monitor-reconcile", show_default=True, help="The job label of the metrics.")
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
+@lineage_flags
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc_password_file: str | None,
               jdbc_jar: str | None, tables: str | None, max_samples: int, rows_per_partition: int, settle: str | None,
@@ -59,25 +61,32 @@ def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc
     if problem := decoder_problem():
         raise EnvironmentProblem(problem)
     cfg = scan_config(config_file, transaction_topic, spark_master=spark_master)
+    lineage = open_lineage(kafka, cfg, config_file, "reconcile")
     started = time.time()
     settle_s = parse_duration_ms(settle, "--settle") / 1000 if settle else None
     flags = pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf)
-    source_input = prepare_input(paths, flags)
-    out.log("cdc-monitor: starting Spark ...")
-    from cdc_monitor.reconcile.run import run_reconcile
-    from cdc_monitor.runtime.session import get_spark
+    with lineage.failing():
+        source_input = prepare_input(paths, flags)
+        out.log("cdc-monitor: starting Spark ...")
+        from cdc_monitor.reconcile.run import run_reconcile
+        from cdc_monitor.runtime.session import get_spark
+
+        conf = dict(cfg.spark_conf)
+        conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars"), str(jdbc.jar)) if j)
+        spark = get_spark(cfg.spark_master, conf, small_input=source_input.small)
+        out.log(f"cdc-monitor: reconciling against {jdbc.shown_url} ...")
+        again = (settle_s, lambda: prepare_input(paths, flags).read(spark)) if settle_s is not None else None
+        outcome = run_reconcile(source_input.read(spark), jdbc, names, cfg.roles, max_samples, rows_per_partition,
+                                progress=lambda line: out.log(f"cdc-monitor: {line}"), settle=again)
+        out.reconcile_report(outcome)
+        lineage.complete(outcome, **{output_mode: report_file})
     from cdc_monitor.sinks import prometheus
 
-    conf = dict(cfg.spark_conf)
-    conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars"), str(jdbc.jar)) if j)
-    spark = get_spark(cfg.spark_master, conf, small_input=source_input.small)
-    out.log(f"cdc-monitor: reconciling against {jdbc.shown_url} ...")
-    again = (settle_s, lambda: prepare_input(paths, flags).read(spark)) if settle_s is not None else None
-    outcome = run_reconcile(source_input.read(spark), jdbc, names, cfg.roles, max_samples, rows_per_partition,
-                            progress=lambda line: out.log(f"cdc-monitor: {line}"), settle=again)
-    out.reconcile_report(outcome)
     verdict = f"{outcome.mismatches} mismatching row(s)"
-    out.metrics(prometheus.MetricsSnapshot.from_outcome(outcome, job), textfile, push_gateway, verdict)
+    snapshot = prometheus.MetricsSnapshot.from_outcome(outcome, job)
+    snapshot.lineage = lineage.metrics()
+    out.metrics(snapshot, textfile, push_gateway, verdict)
     out.log(f"cdc-monitor: reconciled {len(outcome.tables)} table(s) in {outcome.duration_seconds:.1f}s "
             f"({time.time() - started:.1f}s with Spark's start-up); {verdict}")
+    lineage.require(verdict)
     sys.exit(EXIT_FINDINGS if outcome.mismatches else EXIT_OK)

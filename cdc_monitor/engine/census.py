@@ -1,5 +1,5 @@
 """The scan's counts from the window's census (engine/facts.py, one aggregate): the summary, data
-events per table and op, and schema versions per topic."""
+events per table and op, records and null counts per topic, and schema versions per topic."""
 
 from __future__ import annotations
 
@@ -39,6 +39,26 @@ def events_by_table(rows: list[Row]) -> list[dict[str, Any]]:
         counts[k] = counts.get(k, 0) + r["n"]
     return [{"server": s, "table": t, "op": o, "count": n}
             for (s, t, o), n in sorted(counts.items(), key=lambda kv: nulls_first(*kv[0]))]
+
+
+def topic_counts(rows: list[Row]) -> list[dict[str, Any]]:
+    """Per topic: records read, tombstones (records whose value is null), transaction markers,
+    decoded data events and those of them without an op or without a transaction block (the
+    census's null counts)."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        t = out.setdefault(r["topic"], {"topic": r["topic"], "records": 0, "tombstones": 0, "transaction_markers": 0,
+                                        "data_events": 0, "op_null": 0, "transaction_null": 0})
+        t["records"] += r["n"]
+        if r["kind"] == "tombstone":
+            t["tombstones"] += r["n"]
+        elif r["kind"] == "transaction":
+            t["transaction_markers"] += r["n"]
+        elif r["kind"] == "data" and not r["bad"]:
+            t["data_events"] += r["n"]
+            t["op_null"] += r["n"] if r["op"] is None else 0
+            t["transaction_null"] += r["n"] - r["in_txn"]
+    return [out[k] for k in sorted(out, key=lambda k: nulls_first(k))]
 
 
 def heartbeats(rows: list[Row]) -> list[dict[str, Any]]:

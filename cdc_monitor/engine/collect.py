@@ -1,6 +1,6 @@
 """Everything a window reports that Spark computes, brought to the driver in one job: the
-findings (complete counts per check, rule, severity, server and table; the first ``limit`` in
-report order), the lag table and the transaction summary. Each part is a differently shaped
+findings (complete counts per check, rule, severity, server and table, each with the topics its
+findings are on; the first ``limit`` in report order), the lag table and the transaction summary. Each part is a differently shaped
 frame, so each row travels as (part, JSON text) through one union and one collect."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ ORDER = ["check", "rule", "topic", "partition", "offset", "txn_id"]
 @dataclass
 class Collected:
     findings: list[dict[str, Any]]  # the first ``limit`` in ORDER
-    counts: list[dict[str, Any]]  # per GROUP, with ``count``, in GROUP order
+    counts: list[dict[str, Any]]  # per GROUP, with ``count`` and ``topics`` (those its findings are on), in GROUP order
     parts: dict[str, list[dict[str, Any]]]  # part name -> its rows (all columns, nulls included)
 
 
@@ -57,6 +57,7 @@ def tag_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame],
         ranked, keys, part = series.expand(ranked, GROUP)
     groups = ranked.groupBy(*keys).agg(
         F.count(F.lit(1)).alias("count"),
+        F.array_sort(F.collect_set("topic")).alias("topics"),
         F.collect_list(F.when(F.col("rn") <= limit, F.struct(*FINDING_COLUMNS))).alias("first"))
     values = [c for c in groups.columns if c != SET]
     tagged = union_all([groups.select(part.alias("part"), F.to_json(F.struct(*values)).alias("row")),
@@ -76,7 +77,7 @@ def read_tagged(tagged: list[Row], columns: dict[str, list[str]], limit: int) ->
     for r in tagged:
         d = json.loads(r["row"])
         if r["part"] == "findings":
-            counts.append({k: d.get(k) for k in [*GROUP, "count"]})
+            counts.append({**{k: d.get(k) for k in [*GROUP, "count"]}, "topics": d.get("topics") or []})
             rows += [{k: f.get(k) for k in FINDING_COLUMNS} for f in d.get("first") or []]
         else:
             out[r["part"]].append({k: d.get(k) for k in columns[r["part"]]})

@@ -25,6 +25,7 @@ class TableReconcile:
     samples: dict[ReconcileState, list[dict[str, Any]]]
     key_columns: tuple[str, ...] = ()
     source_partitions: int = 1
+    topics: tuple[str, ...] = ()  # the topics the window read its events from
 
     @property
     def mismatches(self) -> int:

@@ -91,7 +91,8 @@ def run_reconcile(source: SourceResult, jdbc: JdbcSettings, tables: tuple[str, .
         events.unpersist()
     lsns = [t.max_lsn for t in window.values() if t.max_lsn is not None]
     result = ReconcileOutcome(
-        tables=[_table(t, counts, diffs, examples, partitions.get(t.name, 1)) for t in sorted(chosen, key=lambda t: t.name)],
+        tables=[_table(t, counts, diffs, examples, partitions.get(t.name, 1), window[t.name].topics if t.name in window else ())
+                for t in sorted(chosen, key=lambda t: t.name)],
         skipped=skipped,
         source={"url": jdbc.shown_url, "dialect": jdbc.dialect.name, "position": position_now,
                 "window_position": max(lsns) if lsns else None, "window_txid": window_txid},
@@ -143,7 +144,8 @@ def _settle(first: DataFrame, settle: tuple[float, Callable[[], SourceResult]], 
     return settled, counts, diffs
 
 
-def _table(t: SourceTable, counts: list[dict], diffs: list[dict], examples: list[dict], partitions: int) -> TableReconcile:
+def _table(t: SourceTable, counts: list[dict], diffs: list[dict], examples: list[dict], partitions: int,
+           topics: tuple[str, ...]) -> TableReconcile:
     mine = [r for r in counts if r["table"] == t.name]
     rows = {s: sum(int(r["n"]) for r in mine if r["state"] == s.value) for s in ReconcileState}
     names = [c.name for c in t.columns]
@@ -158,7 +160,7 @@ def _table(t: SourceTable, counts: list[dict], diffs: list[dict], examples: list
                                  for i in r["diff"]]
         picked[ReconcileState(r["state"])].append(sample)
     return TableReconcile(
-        table=t.name, key_columns=t.key, source_partitions=partitions,
+        table=t.name, key_columns=t.key, source_partitions=partitions, topics=topics,
         source_rows=sum(int(r["s_rows"] or 0) for r in mine), topic_rows=sum(int(r["t_rows"] or 0) for r in mine),
         rows=rows, columns_differing=columns, unavailable_values=sum(int(r["unavailable"] or 0) for r in mine),
         source_checksum=_checksum(_xor(r["s_sum"] for r in mine)), topic_checksum=_checksum(_xor(r["t_sum"] for r in mine)),

@@ -9,7 +9,7 @@ replaces a Pushgateway group, ``write_textfile`` writes atomically for node_expo
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +57,7 @@ class MetricsSnapshot:
     heartbeats: list[dict[str, Any]] = field(default_factory=list)  # server, last_ts_ms
     state: dict[str, float] | None = None  # watch: its state store's rows, bytes and driver memory
     reconcile: list[TableReconcile] | None = None  # reconcile: per table, its rows by state and checksums
+    lineage: Mapping[str, int] | None = None  # --openlineage: the run's events delivered and failed
 
     @classmethod
     def from_outcome(cls, outcome: ScanResult | ScanOutcome | WatchProgress | ReconcileOutcome, job: str) -> MetricsSnapshot:
@@ -102,7 +103,7 @@ class MetricsSnapshot:
                                {k: v for k, v in self.transactions.items() if k == server}, keep(self.findings),
                                self.records, self.invalid_records, self.finished_at, self.duration_seconds,
                                self.window_failures, job_level=job_level, heartbeats=keep(self.heartbeats),
-                               reconcile=self.reconcile if job_level else None)
+                               reconcile=self.reconcile if job_level else None, lineage=self.lineage if job_level else None)
 
 
 STATE_GAUGES = {
@@ -238,6 +239,13 @@ def _monitor_families(snap: MetricsSnapshot) -> Iterator[Metric]:
                                "(watch keeps serving the last good metrics)", labels=["job"])
         up.add_metric([snap.job], 1.0 if snap.up else 0.0)
         yield up
+    if snap.lineage is not None:
+        sent = GaugeMetricFamily("cdc_monitor_openlineage_events", "The run's OpenLineage events by result: delivered, or "
+                                 "failed (the endpoint unreachable or refusing them; the run's result stands)",
+                                 labels=["job", "result"])
+        for result in ("delivered", "failed"):
+            sent.add_metric([snap.job, result], snap.lineage.get(result, 0))
+        yield sent
     for name, doc in STATE_GAUGES.items():
         if snap.state is not None and name in snap.state:
             fam = GaugeMetricFamily(f"cdc_monitor_state_{name}", doc, labels=["job"])

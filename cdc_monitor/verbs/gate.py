@@ -26,6 +26,7 @@ class Settings:
 class Outcome:
     result: GateResult
     seconds: float  # the whole run, Spark's start-up included
+    scan: scan.Outcome | None = None  # the scan the expectations read (its events released)
 
     @property
     def verdict(self) -> str:
@@ -47,10 +48,11 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: None) -> O
 
     runner = GateRunner(settings.data_docs)
     runner.prepare(list(settings.suites))  # unknown expectations: exit 2 before the scan
-    scanned = scan.scan_prepared(scan_settings, source_input, started, log).result
+    scanned_outcome = scan.scan_prepared(scan_settings, source_input, started, log)
+    scanned = scanned_outcome.result
     try:
         result = run_gate(scanned, list(settings.suites), runner, progress=lambda line: log(f"cdc-monitor: {line}"))
     finally:
         scanned.release()
     result.timings = {"scan": scanned.duration_seconds, **result.timings}
-    return Outcome(result, round(time.time() - started, 3))
+    return Outcome(result, round(time.time() - started, 3), scanned_outcome)
