@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build cdc_monitor/java/cdc-monitor-operators-spark<MINOR>.jar (watch's JVM operator) from the Java
-# sources beside it, against the installed pyspark's jars (MINOR: its major.minor, recorded in the
+# Build cdc_monitor/java/cdc-monitor-operators-spark<MINOR>.jar (the decoder every verb reads through,
+# and watch's key-history operator) from the Java sources beside it, against the installed pyspark's
+# jars (Spark's own Jackson: no second copy) (MINOR: its major.minor, recorded in the
 # jar as cdcmonitor/build.properties; cdc-monitor refuses a jar built for another Spark). Needs a JDK
 # (javac, jar); the jars are committed, one per supported Spark minor, so users and CI need only a
 # JRE. Reproducible: fixed entry times, sorted entries; tests/test_operator_jar.py rebuilds the

@@ -53,3 +53,25 @@ def test_a_value_is_one_json_object(verdicts, text, expected):
 @pytest.mark.parametrize(("text", "expected"), KEYS)
 def test_a_key_is_one_json_object(verdicts, text, expected):
     assert verdicts[("k", text)] == (expected, "key" if expected else None)
+
+
+CANONICAL_KEYS = ['{"b": 1, "a": "x"}', '{"id":-0}', '{"id": 12345678901234567890, "ok": true, "n": null}',
+                  '{"schema": {"type": "struct"}, "payload": {"z": 1, "y": 2}}', '{"id": 1.50}', '{"a": {"c": 1, "b": 2}}',
+                  '{"s": "caf\\u00e9"}', '{"a": 1, "a": 2}', '{"payload": "abc", "schema": {}}', '{"payload": 5, "schema": {}}']
+
+
+def test_keys_are_grouped_by_their_canonical_payload_as_spark_writes_it(spark):
+    """The decoder writes flat keys canonically itself (fields sorted, no whitespace); Spark's
+    canonical_key writes the others: both give what Spark's alone gives."""
+    from pyspark.sql import functions as F
+
+    from cdc_monitor.decoding.events import canonical_key
+
+    rows = [("t", k.encode(), b'{"op": "c"}') for k in CANONICAL_KEYS]
+    frame = spark.createDataFrame(rows, "topic string, key binary, value binary").selectExpr(
+        "topic", "0 AS partition", "monotonically_increasing_id() AS offset", "key", "value",
+        "current_timestamp() AS timestamp", "0 AS timestampType", "CAST(NULL AS array<struct<key:string,value:binary>>) AS headers")
+    payload = F.coalesce(F.get_json_object("key", "$.payload"), F.col("key"))
+    got = decode_records(frame).select("key", "key_payload", canonical_key(payload).alias("spark")).collect()
+    assert len(got) == len(CANONICAL_KEYS)
+    assert [(r["key"], r["key_payload"]) for r in got] == [(r["key"], r["spark"]) for r in got]

@@ -66,6 +66,8 @@ DECODED = T.StructType([
         # the rules the record alone breaks, judged by the decoder (checks/findings.py: verdict_findings)
         ("verdicts", T.ArrayType(T.StructType([T.StructField("rule", _S), T.StructField("message", _S)]))),
         ("value_schema_hash", _L), ("key_schema_hash", _L),  # a version of each embedded schema
+        # key_payload as events.canonical_key writes it, where the decoder can (a flat object); else null
+        ("key_canonical", _S),
     )
 ])
 # the embedded schemas' texts: only reconcile reads them (checks read their hashes and the decoder's verdicts)

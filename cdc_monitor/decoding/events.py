@@ -94,11 +94,12 @@ def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tu
     )
     d = F.col("d")
     pre = (F.col("pre_error"), F.col("pre_detail"), F.col("pre_message"))  # an Avro stage's verdict (avro_wire.py)
-    decoded = [n for n in decoded_type(texts).fieldNames() if n not in ("key_payload", "value_schema_hash", "key_schema_hash")]
+    decoded = [n for n in decoded_type(texts).fieldNames()
+               if n not in ("key_payload", "key_canonical", "value_schema_hash", "key_schema_hash")]
     events = base.withColumn("d", decode_column(F.col("topic"), F.col("key"), F.col("value_text"), pre, roles, texts)).select(
         "topic", "partition", "offset", "record_ts_ms", "timestamp_type", "key", *(["value_text"] if texts else []), *keep,
         *[d[n].alias(n) for n in decoded],
-        canonical_key(d["key_payload"]).alias("key_payload"),
+        F.coalesce(d["key_canonical"], canonical_key(d["key_payload"])).alias("key_payload"),
         F.coalesce(F.exists("headers", lambda h: h["key"].isin("__debezium.oldkey", "__debezium.newkey")),
                    F.lit(False)).alias("pk_change"),
         F.xxhash64("value_text").alias("value_hash"),

@@ -23,7 +23,7 @@ final class Decoded {
         "snapshot", "snapshot_marker", "txn_id", "txn_key", "txn_total_order", "txn_collection_order", "position",
         "source", "before", "after", "value_schema", "key_schema", "key_payload", "status", "marker_id",
         "marker_key", "has_message", "has_update_description", "update_hash", "marker_event_count",
-        "marker_collections", "ddl_tables", "verdicts", "value_schema_hash", "key_schema_hash",
+        "marker_collections", "ddl_tables", "verdicts", "value_schema_hash", "key_schema_hash", "key_canonical",
     };
 
     private final DecoderConfig cfg;
@@ -58,6 +58,7 @@ final class Decoded {
 
     void decode() {
         Envelope top = new Envelope();
+        top.text = value;
         Envelope payload = null;
         boolean valueJson = false;
         boolean valueShape = false;
@@ -125,6 +126,7 @@ final class Decoded {
             return null;
         }
         Envelope out = new Envelope();
+        out.text = value;
         while (p.nextToken() == JsonToken.FIELD_NAME) {
             String name = p.currentName();
             p.nextToken();
@@ -320,7 +322,7 @@ final class Decoded {
             e.before, e.after, valueSchema, keySchema, keyPayload, status, markerId, txnKey(markerId),
             e.message != null, e.patch != null || e.updateDescription != null, updateHash(),
             JsonText.toLong(e.eventCount), collections(), kind.equals("schema_change") ? c.ddlTables() : null,
-            verdicts, valueSchemaHash, keySchemaHash,
+            verdicts, valueSchemaHash, keySchemaHash, JsonText.canonicalFlatObject(keyPayload),
         };
         for (int k = 0; k < all.length; k++) {
             int slot = cfg.slots[k];

@@ -38,26 +38,27 @@ final class Envelope {
     String ddl;
     String tableChanges;
     boolean shapeError;
+    String text;  // the value text these fields are read from (row images are spans of it where compact)
 
     /** Reads the current field's value into this envelope; false when the name is not one of its fields. */
     boolean read(String name, JsonParser p, DecoderConfig cfg) throws IOException {
         switch (name) {
-            case "before" -> before = JsonText.text(p);
-            case "after" -> after = JsonText.text(p);
-            case "patch" -> patch = JsonText.text(p);
-            case "updateDescription" -> updateDescription = JsonText.text(p);
+            case "before" -> before = JsonText.text(p, text);
+            case "after" -> after = JsonText.text(p, text);
+            case "patch" -> patch = JsonText.text(p, text);
+            case "updateDescription" -> updateDescription = JsonText.text(p, text);
             case "op" -> op = JsonText.text(p);
             case "ts_ms" -> tsMs = JsonText.text(p);
             case "ts_us" -> tsUs = JsonText.text(p);
             case "ts_ns" -> tsNs = JsonText.text(p);
-            case "message" -> message = JsonText.text(p);
+            case "message" -> message = JsonText.text(p, text);
             case "status" -> status = JsonText.text(p);
             case "id" -> id = JsonText.text(p);
             case "event_count" -> eventCount = JsonText.text(p);
             case "databaseName" -> databaseName = JsonText.text(p);
             case "schemaName" -> schemaName = JsonText.text(p);
             case "ddl" -> ddl = JsonText.text(p);
-            case "tableChanges" -> tableChanges = JsonText.text(p);
+            case "tableChanges" -> tableChanges = JsonText.text(p, text);
             case "source" -> source = object(p, cfg.sourceFields);
             case "transaction" -> {
                 String[] t = object(p, TRANSACTION);

@@ -110,6 +110,117 @@ final class JsonText {
         return s.equals("NaN") || s.endsWith("Infinity");
     }
 
+    /**
+     * Like {@link #text}, for a value read from {@code source}: an object or array already written
+     * compactly (no whitespace between its tokens, as Kafka's JsonConverter writes) is its span of the
+     * source, taken as it is; another is copied compactly.
+     */
+    static String text(JsonParser p, String source) throws IOException {
+        JsonToken t = p.currentToken();
+        if (source == null || !t.isStructStart()) {
+            return text(p);
+        }
+        int from = (int) p.currentTokenLocation().getCharOffset();
+        p.skipChildren();
+        int to = (int) p.currentLocation().getCharOffset();
+        if (compact(source, from, to)) {
+            return source.substring(from, to);
+        }
+        try (JsonParser again = FACTORY.createParser(source.substring(from, to))) {
+            again.nextToken();
+            return text(again);
+        }
+    }
+
+    /** No whitespace outside strings, and no number Spark's JSON options write otherwise (NaN, Infinity). */
+    private static boolean compact(String s, int from, int to) {
+        boolean inString = false;
+        for (int i = from; i < to; i++) {
+            char c = s.charAt(i);
+            if (inString) {
+                if (c == '\\') {
+                    i++;
+                } else if (c == '"') {
+                    inString = false;
+                }
+            } else if (c == '"') {
+                inString = true;
+            } else if (c <= ' ' || c == '\'' || c == 'N' || c == 'I') {
+                return false;  // whitespace, a single-quoted string, NaN or Infinity
+            }
+        }
+        return true;
+    }
+
+    /**
+     * A flat JSON object (string, integer, boolean and null values) as Spark's
+     * {@code to_json(try_parse_json(text))} writes it: fields sorted, no whitespace; null for any
+     * other text (nested values, fractions, escapes, repeated names: Spark canonicalises those).
+     */
+    static String canonicalFlatObject(String text) {
+        if (text == null || text.isEmpty() || text.charAt(0) != '{') {
+            return null;
+        }
+        java.util.TreeMap<String, String> fields = new java.util.TreeMap<>();
+        try (JsonParser p = FACTORY.createParser(text)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                return null;
+            }
+            JsonToken t;
+            while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
+                String name = p.currentName();
+                if (!plain(name)) {
+                    return null;
+                }
+                t = p.nextToken();
+                String v;
+                switch (t) {
+                    case VALUE_STRING -> {
+                        v = p.getText();
+                        if (!plain(v)) {
+                            return null;
+                        }
+                        v = '"' + v + '"';
+                    }
+                    case VALUE_NUMBER_INT -> v = p.getBigIntegerValue().toString();
+                    case VALUE_TRUE -> v = "true";
+                    case VALUE_FALSE -> v = "false";
+                    case VALUE_NULL -> v = "null";
+                    default -> {
+                        return null;
+                    }
+                }
+                if (fields.put(name, v) != null) {
+                    return null;
+                }
+            }
+            if (t != JsonToken.END_OBJECT || p.nextToken() != null) {
+                return null;
+            }
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+        StringBuilder b = new StringBuilder(text.length()).append('{');
+        for (java.util.Map.Entry<String, String> f : fields.entrySet()) {
+            if (b.length() > 1) {
+                b.append(',');
+            }
+            b.append('"').append(f.getKey()).append("\":").append(f.getValue());
+        }
+        return b.append('}').toString();
+    }
+
+    /** Text written the same by every JSON writer: ASCII without control characters, quotes or backslashes. */
+    private static boolean plain(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < ' ' || c > '~' || c == '"' || c == '\\') {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** The current value and its children, compact, numbers as written. */
     static void copy(JsonParser p, JsonGenerator g) throws IOException {
         int depth = 0;
