@@ -13,7 +13,7 @@ import com.fasterxml.jackson.core.JsonToken;
 /**
  * What a record's source block says, per connector: which connector wrote it, its server and
  * table, its times, and its position in the connector's log as comparable numbers
- * (decoding/positions.py documents each connector's position).
+ * (decoding/events.py: the position column; each connector below).
  */
 final class Connectors {
     private static final Pattern SCHEMA_CONNECTOR = Pattern.compile("io\\.debezium\\.connector\\.(\\w+)\\.Source");
@@ -257,7 +257,7 @@ final class Connectors {
         return out;
     }
 
-    /** The record's position as comparable numbers, or null (decoding/positions.py). */
+    /** The record's position as comparable numbers (arrays compare element by element), or null. */
     List<Long> position(String flavour) {
         if (flavour == null) {
             return null;
