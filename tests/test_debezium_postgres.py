@@ -110,21 +110,12 @@ def test_a_connector_crash_is_its_resent_events_as_one_info_rule(crashed, debezi
 def test_watch_over_the_same_stream_finds_what_scan_finds(spark, debezium_world, crashed, tmp_path):
     """watch (bundled reader, the stateful carry and per-batch engine) over the same topics: the same
     records, events and findings as the scan of them, replays included."""
-    from cdc_monitor.sources.kafka.client import BrokerInspector
-    from cdc_monitor.sources.kafka.options import KafkaOptions
-    from cdc_monitor.sources.kafka.planner import select_topics
-    from cdc_monitor.watch.batch import WatchSettings
     from cdc_monitor.watch.stream import open_stream
-    from tests.support.watch_stream import run_stream
+    from tests.support.watch_stream import run_stream, stream_settings
 
     options = {"kafka.bootstrap.servers": debezium_world.bootstrap, "subscribePattern": TOPICS,
                "startingOffsets": "earliest"}
-    with BrokerInspector(KafkaOptions.from_options(options)) as insp:
-        existing = insp.topics()
-        topics = select_topics(KafkaOptions.from_options(options), existing)
-    cfg = ScanConfig()
-    settings = WatchSettings(scan=cfg, transaction_servers=cfg.roles.transaction_servers(topics),
-                             topic_partitions=tuple((t, existing[t]) for t in topics))
+    settings, topics = stream_settings(options)
     _, state = run_stream(spark, None, tmp_path / "ckpt", settings, stream=open_stream(spark, options, "python", topics))
     heartbeats_since = state.totals["records"][""] - crashed.summary["records"]
     assert heartbeats_since >= 0  # the heartbeats written after the scan's read; nothing else is new

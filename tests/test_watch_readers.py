@@ -6,17 +6,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from cdc_monitor.config import ScanConfig
 from cdc_monitor.generator import generate
 from cdc_monitor.generator.kcat_writer import label_dicts
 from cdc_monitor.generator.produce import produce_traffic
-from cdc_monitor.sources.kafka.client import BrokerInspector
 from cdc_monitor.sources.kafka.options import KafkaOptions
-from cdc_monitor.sources.kafka.planner import select_topics
 from cdc_monitor.vocabulary import OPS
-from cdc_monitor.watch.batch import WatchSettings
 from cdc_monitor.watch.stream import open_stream, subscribe_pattern
-from tests.support.watch_stream import run_stream
+from tests.support.watch_stream import run_stream, stream_settings
 
 
 def test_subscribe_pattern_selects_what_the_bundled_reader_selects():
@@ -38,12 +34,7 @@ def test_watch_through_spark_kafka_connector_counts_exactly(spark, kafka_broker,
     produce_traffic(traffic, opts)
     options = {"kafka.bootstrap.servers": kafka_broker, "subscribePattern": r"readers1\..*",
                "startingOffsets": "earliest"}
-    with BrokerInspector(KafkaOptions.from_options(options)) as insp:
-        existing = insp.topics()
-        topics = select_topics(KafkaOptions.from_options(options), existing)
-    cfg = ScanConfig()
-    settings = WatchSettings(scan=cfg, transaction_servers=cfg.roles.transaction_servers(topics),
-                             topic_partitions=tuple((t, existing[t]) for t in topics))
+    settings, topics = stream_settings(options)
     # Spark's connector: the bundled reader's exact counts on the same kind of traffic are
     # tests/test_broker_faults.py's (one reader per test: a run is ~30 s)
     _, state = run_stream(spark, None, tmp_path / "ckpt", settings, stream=open_stream(spark, options, "spark", topics))

@@ -6,8 +6,6 @@ its PID."""
 from __future__ import annotations
 
 import base64
-import os
-import signal
 import socket
 import subprocess
 import uuid
@@ -96,10 +94,8 @@ class ApacheKafka:
 
     def kill(self) -> None:
         """SIGKILL, as a crash: no clean shutdown."""
-        if self.server is not None and self.server.proc.poll() is None:
-            os.killpg(self.server.proc.pid, signal.SIGKILL)
-            self.server.proc.wait(30)
-            self.server.log.close()
+        if self.server is not None:
+            self.server.kill()
 
     def stop(self) -> None:
         if self.server is not None:

@@ -28,6 +28,13 @@ class ServerProcess:
         self.stop()
         raise RuntimeError(f"{name} did not get ready within {timeout}s; see {log}")
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash: no clean shutdown."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(30)
+        self.log.close()
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)

@@ -84,3 +84,19 @@ def run_stream(spark: SparkSession, source: Path | None, checkpoint: Path, setti
     if query.exception() is not None:
         raise query.exception()
     return outcomes, store.load()
+
+
+def stream_settings(options: dict[str, str]) -> tuple[WatchSettings, list[str]]:
+    """watch's settings for the topics a Kafka stream's ``options`` select (as the watch verb makes
+    them), and those topics."""
+    from cdc_monitor.config import ScanConfig
+    from cdc_monitor.sources.kafka.client import BrokerInspector
+    from cdc_monitor.sources.kafka.options import KafkaOptions
+    from cdc_monitor.sources.kafka.planner import select_topics
+
+    with BrokerInspector(KafkaOptions.from_options(options)) as insp:
+        existing = insp.topics()
+        topics = select_topics(KafkaOptions.from_options(options), existing)
+    cfg = ScanConfig()
+    return WatchSettings(scan=cfg, transaction_servers=cfg.roles.transaction_servers(topics),
+                         topic_partitions=tuple((t, existing[t]) for t in topics)), topics
