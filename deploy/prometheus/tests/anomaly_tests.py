@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 HERE = Path(__file__).resolve().parent
-RULE_FILES = ["../cdc-monitor.rules.yml", "../cdc-anomalies.rules.yml"]
+RULE_FILES = ["../cdc-anomalies.rules.yml"]
 DAY = 1440  # minutes; samples are one minute apart, rules are evaluated every 5 minutes
 T = 7 * DAY + 60  # the incidents start after 7 days and 1 hour of steady history (the baseline needs a week)
 HEADER = """\
@@ -85,7 +85,7 @@ def annotations() -> dict[str, dict[str, str]]:
 
 
 def alert(name: str, summary: str, **labels: str) -> dict[str, Any]:
-    return {"exp_labels": {"severity": "critical" if name == "CdcServerStalled" else "warning", **labels},
+    return {"exp_labels": {"severity": "warning", **labels},
             "exp_annotations": {"summary": summary, **annotations()[name]}}
 
 
@@ -126,7 +126,8 @@ def incidents() -> dict[str, Any]:
             lag("s1", "inv.items", gauge([(T, 0.2), (5, 5), (after - 5, 0.2)], 0.2)),
             # silence: s1's inv.silent stops while s1's other tables go on
             events("s1", "inv.silent", flat),
-            # s2: everything stops, heartbeats too: CdcServerStalled's case
+            # s2: everything stops, heartbeats too: CdcServerStalled's case (cdc-monitor.rules.test.yml
+            # shows it firing on this shape), never CdcTableSilent's
             events("s2", "app.a", flat), events("s2", "app.b", flat),
             series("cdc_last_source_timestamp_seconds", stuck, server="s2", table="app.a"),
             series("cdc_last_source_timestamp_seconds", stuck, server="s2", table="app.b"),
@@ -144,12 +145,10 @@ def incidents() -> dict[str, Any]:
             check(at(10), "CdcLagAnomaly"),
             check(at(130), "CdcLagAnomaly",
                   alert("CdcLagAnomaly", "s1/inv.orders: lag p99 20s, far above its baseline", server="s1", table="inv.orders")),
-            check(at(130), "CdcLagHigh"),
             check(at(10), "CdcTableSilent"),
             check(at(15), "CdcTableSilent",
                   alert("CdcTableSilent", f"s1/inv.silent: {silent}", server="s1", table="inv.silent"),
                   alert("CdcTableSilent", f"s3/jobs.queue: {silent}", server="s3", table="jobs.queue")),
-            check(at(30), "CdcServerStalled", alert("CdcServerStalled", "s2: no change events for 30m 0s", server="s2")),
             check(at(130), "CdcTableSilent",
                   alert("CdcTableSilent", f"s1/inv.silent: {silent}", server="s1", table="inv.silent"),
                   alert("CdcTableSilent", f"s3/jobs.queue: {silent}", server="s3", table="jobs.queue")),
@@ -224,11 +223,10 @@ def seasonal() -> dict[str, Any]:
 
 
 def files() -> dict[str, str]:
-    """file name -> text. The seasonal run loads only the anomaly rules (half the evaluation time)."""
+    """file name -> text. Only the anomaly rules are loaded: promtool's time grows with rules x evaluations."""
     out = {}
-    for name, rule_files, test in (("cdc-anomalies.rules.test.yml", RULE_FILES, incidents()),
-                                   ("cdc-anomalies.seasonal.test.yml", RULE_FILES[1:], seasonal())):
-        doc = {"rule_files": rule_files, "evaluation_interval": "5m", "tests": [test]}
+    for name, test in (("cdc-anomalies.rules.test.yml", incidents()), ("cdc-anomalies.seasonal.test.yml", seasonal())):
+        doc = {"rule_files": RULE_FILES, "evaluation_interval": "5m", "tests": [test]}
         out[name] = HEADER + yaml.safe_dump(doc, sort_keys=False, width=10_000, allow_unicode=True)
     return out
 
