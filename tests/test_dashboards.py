@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+import yaml
 
 from cdc_monitor.dashboards.build import DASHBOARDS, render
 
@@ -26,6 +28,27 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_committed_dashboard_is_what_the_code_builds(name):
     committed = (ROOT / "dashboards" / name).read_text()
     assert committed == render(name), "run `cdc-monitor dashboards build` and commit dashboards/"
+
+
+def test_volume_and_lag_panels_draw_the_recorded_baseline_band():
+    """One panel per selected table for the event rate and the lag p99, each with the series the
+    anomaly rules record: the current value, the baseline and the band, filled between its edges."""
+    rules = yaml.safe_load((ROOT / "deploy" / "prometheus" / "cdc-anomalies.rules.yml").read_text())
+    recorded = {r["record"] for g in rules["groups"] for r in g["rules"] if "record" in r}
+    board = json.loads(render("cdc-monitor.json"))
+    bands = {p["title"]: p for p in board["panels"] if p.get("repeat") == "table"}
+    assert sorted(bands) == ["Event rate against its baseline band: $table", "Lag p99 against its baseline: $table"]
+    for title, panel in bands.items():
+        names = [re.search(r"cdc:[a-z0-9_:]+", t["expr"]).group(0) for t in panel["targets"]]
+        assert set(names) <= recorded, title
+        kind = names[0].rsplit(":", 1)[0]
+        edges = {"baseline", "band_upper"} | ({"band_lower"} if "events" in kind else set())
+        assert {n.rsplit(":", 1)[1] for n in names[1:]} == edges, title
+        legends = {t["legendFormat"] for t in panel["targets"]}
+        props = {o["matcher"]["options"]: {x["id"]: x["value"] for x in o["properties"]}
+                 for o in panel["fieldConfig"]["overrides"]}
+        floor = "band lower" if "band_lower" in edges else "baseline"
+        assert props["band upper"]["custom.fillBelowTo"] == floor and floor in legends, title
 
 
 def test_dashboard_has_server_and_table_variables_and_unique_panel_ids():

@@ -34,6 +34,38 @@ def _panel(title: str, targets: list[tuple[str, str]], unit: str = "short", kind
     }
 
 
+def _override(name: str, **props: Any) -> dict[str, Any]:
+    return {"matcher": {"id": "byName", "options": name},
+            "properties": [{"id": k.replace("__", "."), "value": v} for k, v in props.items()]}
+
+
+DASHED = {"fill": "dash", "dash": [10, 10]}
+
+
+def _band_panel(title: str, metric: str, current: tuple[str, str], agg: str, unit: str, description: str,
+                lower: bool) -> dict[str, Any]:
+    """A panel repeated per selected table: the current value, the recorded baseline and the band the
+    anomaly alert judges against (deploy/prometheus/cdc-anomalies.rules.yml), filled between its edges."""
+    targets = [(f"{agg}(cdc:{metric}:{current[0]}{{{SEL}}})", current[1]), (f"{agg}(cdc:{metric}:baseline{{{SEL}}})", "baseline"),
+               (f"{agg}(cdc:{metric}:band_upper{{{SEL}}})", "band upper")]
+    floor = "baseline"
+    if lower:
+        targets.append((f"{agg}(cdc:{metric}:band_lower{{{SEL}}})", "band lower"))
+        floor = "band lower"
+    edge = {"custom__lineWidth": 0, "custom__fillOpacity": 0, "color": {"mode": "fixed", "fixedColor": "green"}}
+    panel = _panel(title, targets, unit, description=description)
+    panel["fieldConfig"]["overrides"] = [
+        _override("baseline", custom__lineStyle=DASHED, color={"mode": "fixed", "fixedColor": "green"}),
+        _override("band upper", **{**edge, "custom__fillBelowTo": floor, "custom__fillOpacity": 15}),
+        *([_override("band lower", **edge)] if lower else []),
+    ]
+    return panel | {"repeat": "table", "repeatDirection": "h", "maxPerRow": 2}
+
+
+BAND_NOTE = ("The band needs a week of the table's history (no band, no alert before). One panel per selected "
+             "table; several selected servers are summed (lag: the worst), so pick one server to see the alert's exact band")
+
+
 def _row(title: str) -> dict[str, Any]:
     return {"type": "row", "title": title, "collapsed": False, "panels": []}
 
@@ -55,6 +87,10 @@ def panels() -> list[dict[str, Any]]:
         _row("Lag"),
         _panel("Lag p99 per table", [(q("0.99"), "{{server}} {{table}}")], "s",
                description="99th percentile of payload.ts_ms - source.ts_ms per table, over each window"),
+        _band_panel("Lag p99 against its baseline: $table", "table_lag_p99", ("avg5m", "p99 (5m average)"), "max", "s",
+                    "The 5-minute average of the table's lag p99, its baseline (the median of its hourly median p99 "
+                    "over the trailing hour, the same hour yesterday and last week) and the band up to 4 x baseline + 1 s: "
+                    "CdcLagAnomaly fires after 10 minutes above it. " + BAND_NOTE, lower=False),
         _panel("Lag quantiles (worst selected table)", [
             (f'max(cdc_lag_seconds{{{SEL}, quantile="0.5"}})', "p50"),
             (f'max(cdc_lag_seconds{{{SEL}, quantile="0.95"}})', "p95"),
@@ -75,6 +111,11 @@ def panels() -> list[dict[str, Any]]:
                description="Seconds since the connector's newest heartbeat: stays low while the connector is alive, "
                            "even when its database is idle (needs Debezium's heartbeat.interval.ms)"),
         _row("Completeness and conformity"),
+        _band_panel("Event rate against its baseline band: $table", "table_events", ("rate5m", "events/s (5m)"), "sum", "cps",
+                    "Change events per second over 5 minutes, the baseline (the median of the table's rate over the "
+                    "trailing hour, the hour around this time yesterday and last week) and the band from 40% of the "
+                    "lower to 3x the higher of yesterday's and last week's: CdcVolumeAnomaly fires after 10 minutes "
+                    "outside it. " + BAND_NOTE, lower=True),
         _panel("Events by op", [(f"sum by (op) (cdc_window_events{{{SEL}}})", "{{op}}")]),
         _panel("Transactions by status", [('sum by (status) (cdc_window_transactions{server=~"$server"})', "{{status}}")]),
         _panel("Findings by check and rule", [(f"sum by (check, rule) (cdc_window_findings{{{SEL}}})", "{{check}} {{rule}}")]),

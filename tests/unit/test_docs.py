@@ -24,6 +24,15 @@ def test_every_exported_metric_is_documented():
     assert not missing, missing
 
 
+def test_every_recorded_series_is_documented():
+    rules = (ROOT / "deploy" / "prometheus" / "cdc-anomalies.rules.yml").read_text()
+    names = set(re.findall(r"record: (cdc:[a-z0-9_:]+)", rules))
+    assert len(names) >= 10
+    page = (DOCS / "metrics.md").read_text()
+    missing = [n for n in sorted(names) if f"`{n}`" not in page]
+    assert not missing, missing
+
+
 def test_every_json_report_field_is_documented():
     report = ScanResult(window={}, summary={}, events_by_table=[]).to_json_dict()
     page = (DOCS / "report.md").read_text()
