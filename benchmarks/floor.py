@@ -9,7 +9,10 @@ and measures, side by side in one run:
   partial schema (op, ts_ms, source.ts_ms) and one aggregate per topic (count, p99 lag). No
   check, no findings, no report. Its first run is what a `scan` process pays (cold JVM), later
   runs what a long-lived session would pay (warm);
-- optionally (`--scan`) the full scan pipeline in the same session, right after.
+- optionally (`--scan`) the full scan pipeline in the same session, right after;
+- or (`--whole`) whole processes, alternating `--runs` times: a floor process (its session and one
+  floor job) and a `cdc-monitor scan` process over the same capture; the ratio scan / floor is the
+  issue's target for a large scan (<= 2x).
 
 A scan cannot be faster than its floor; the issue's target for 100k events (>= 2x the plain
 Python rate, net of start-up) is set against it in the output.
@@ -62,12 +65,40 @@ def child(paths: list[str], runs: int, with_scan: bool) -> None:
     print(json.dumps(out))
 
 
+def whole(paths: list[str], records: int, runs: int, work: Path) -> None:
+    """Whole floor and scan processes over one capture, alternating; best and median of each."""
+    import statistics
+
+    times: dict[str, list[float]] = {"floor": [], "scan": []}
+    report = work / "floor-whole-report.json"
+    for i in range(runs):
+        r = measure.run([PY, "-m", "benchmarks.floor", "--runs", "1", "--child", *paths])
+        assert r.returncode == 0, r.stderr[-2000:]
+        times["floor"].append(r.seconds)
+        s = measure.run([PY, "-m", "cdc_monitor", "scan", *paths, "--output", "json", "--report-file", str(report),
+                         "--quiet", "--fail-on", "never"])
+        assert s.returncode == 0, s.stderr[-2000:]
+        times["scan"].append(s.seconds)
+        doc = json.loads(report.read_text())
+        assert doc["summary"]["records"] == records, (doc["summary"]["records"], records)
+        print(f"run {i + 1}: floor {r.seconds:.1f} s, scan {s.seconds:.1f} s "
+              f"(jobs {doc['timings_seconds'].get('spark_jobs')})", file=sys.stderr)
+    print(f"\n{records:,} records, whole processes, {runs} alternating runs\n")
+    print("| process | best (s) | median (s) |")
+    print("| --- | ---: | ---: |")
+    for name, ts in times.items():
+        print(f"| {name} | {min(ts):.1f} | {statistics.median(ts):.1f} |")
+    print(f"\nscan / floor: best {min(times['scan']) / min(times['floor']):.2f}x, "
+          f"median {statistics.median(times['scan']) / statistics.median(times['floor']):.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.floor", description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--workdir", default="benchmarks/.work")
     ap.add_argument("--runs", type=int, default=3, help="floor jobs in one session (first cold)")
     ap.add_argument("--scan", action="store_true", help="also run the scan pipeline in that session")
+    ap.add_argument("--whole", action="store_true", help="whole floor and scan processes, alternating")
     ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
     opts = ap.parse_args()
     if opts.child is not None:
@@ -77,6 +108,9 @@ def main() -> None:
 
     paths = generate(Path(opts.workdir) / f"capture-{opts.events}", opts.events)
     records = count_lines(paths)
+    if opts.whole:
+        whole(paths, records, opts.runs, Path(opts.workdir))
+        return
     plain = json.loads(measure.run([PY, "-m", "benchmarks.plain_python", *paths]).stdout)["seconds"]
     r = measure.run([PY, "-m", "benchmarks.floor", "--runs", str(opts.runs), *(["--scan"] if opts.scan else []),
                      "--child", *paths])
