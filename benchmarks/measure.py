@@ -44,9 +44,9 @@ class Measured:
     peak_mb: dict[str, float] = field(default_factory=dict)  # driver (root process), jvm, python workers
 
 
-def run(cmd: list[str], env: dict[str, str] | None = None, interval: float = 0.2) -> Measured:
+def run(cmd: list[str], env: dict[str, str] | None = None, interval: float = 0.2, cwd: str | None = None) -> Measured:
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     peaks = {"driver": 0, "jvm": 0, "python_workers": 0, "total": 0}
     stop = threading.Event()
 

@@ -1,9 +1,10 @@
 """Two revisions of cdc-monitor scanning the same capture, side by side, alternating:
 ``python -m benchmarks.revisions --baseline DIR [--events N] [--runs R] [--faults]``.
 
-``DIR`` is another checkout (``git worktree add /tmp/base <commit>``): its ``cdc_monitor`` package is
-put first on ``PYTHONPATH`` of the baseline's processes, so both run in this virtualenv with the same
-Spark, Java and class archive. Each run is a whole ``cdc-monitor scan`` process; the table gives per
+``DIR`` is another checkout (``git worktree add /tmp/base <commit>``): the baseline's processes run
+in it (``python -m`` puts the working directory first on the path, before ``PYTHONPATH``: run from
+here, they would import this checkout's package) with it first on ``PYTHONPATH`` too, so both run in
+this virtualenv with the same Spark and Java. Each run is a whole ``cdc-monitor scan`` process; the table gives per
 revision the whole-process and pipeline seconds (best and median), the Spark jobs and stages, and
 the ratio current / baseline. The capture is made by this checkout's generator (clean traffic of
 four flavours, with schemas; ``--faults`` injects every fault).
@@ -40,8 +41,9 @@ def scan(folder: Path, report: Path, pythonpath: str | None) -> dict:
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    folder, report = folder.resolve(), report.resolve()
     r = measure.run([PY, "-m", "cdc_monitor", "scan", str(folder), "--output", "json", "--report-file", str(report),
-                     "--quiet", "--fail-on", "never"], env=env)
+                     "--quiet", "--fail-on", "never"], env=env, cwd=pythonpath)
     assert r.returncode == 0, r.stderr[-2000:]
     doc = json.loads(report.read_text())
     t = doc["timings_seconds"]
