@@ -1,16 +1,17 @@
-"""Wire a source, decoding, the checks and the result snapshot together, in at most five Spark jobs
-whatever the input (six when a capture has unreadable lines; ``timings.spark_jobs`` counts them):
+"""Wire a source, decoding, the checks and the result snapshot together, in three Spark jobs
+whatever the input (``timings.spark_jobs`` counts them; tests/test_job_budget.py holds the count):
 
-1-2. the decoded events, checkpointed with their raw texts (read by the embedded-schema check
-     only) and without (read by every other check: a few hundred bytes a row, not kilobytes);
-3.   the window's census (engine/facts.py): summary, partitions, per-server facts, one aggregate;
-4.   the distinct embedded-schema shapes, judged on the driver (only when keys or values carry
-     schemas: checks whose input the census shows absent are not planned at all);
-5.   everything else in one collect (engine/collect.py): every check's findings (complete
-     counts, the first ``max_findings``), the lag table and the transaction summary.
-Facts known on the driver reach the checks as literals, never as joins or broadcasts. A window of
-at most ``one_partition_rows`` records is held in one partition (engine/cache.py): no job then
-has a shuffle (``timings.spark_stages`` equals the jobs).
+1. the decoded events (the one decoder, decoding/decoder.py: each record parsed and its per-record
+   rules judged once), checkpointed without raw texts: a few hundred bytes a row;
+2. the window's census (engine/facts.py): summary, partitions, per-server facts, one aggregate;
+3. everything else in one collect (engine/collect.py): every check's findings (complete counts,
+   the first ``max_findings``), the lag table and the transaction summary.
+
+One job more when a capture has unreadable lines (read again to report them), and when a small
+window read in several partitions is held again in one. Facts known on the driver reach the checks
+as literals, never as joins or broadcasts. A window of at most ``one_partition_rows`` records is
+held in one partition (engine/cache.py): no job then has a shuffle (``timings.spark_stages`` equals
+the jobs).
 """
 
 from __future__ import annotations
