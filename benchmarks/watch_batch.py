@@ -7,7 +7,9 @@ values without schemas, whose batches plan no transaction or embedded-schema che
 ``--timeline``: from Spark's event log (a public setting), per batch the time its Spark jobs ran,
 their SQL executions (planning included) and the longest stretch with no job running (the driver
 building and analysing the next plan).
-Usage: python -m benchmarks.watch_batch [--events 3000] [--batch 1000] [--plain] [--timeline]"""
+``--calls``: per batch, the seconds spent in each function that plans the checks (wrapped; calls
+nest: ``run_checks`` holds the checks, ``union_all`` is called inside the others).
+Usage: python -m benchmarks.watch_batch [--events 3000] [--batch 1000] [--plain] [--timeline] [--calls]"""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--plain", action="store_true", help="no transaction metadata, no schemas")
     ap.add_argument("--timeline", action="store_true", help="each batch's Spark jobs against its wall time")
+    ap.add_argument("--calls", action="store_true", help="seconds per planning function and batch")
     args = ap.parse_args()
 
     from cdc_monitor.runtime.session import get_spark
@@ -35,7 +38,8 @@ def main() -> None:
         log.mkdir()
         spark = get_spark(conf={"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(log),
                                 "spark.eventLog.compress": "false"} if args.timeline else None)
-        spans = _timed(watch_stream)
+        calls = _planning_calls() if args.calls else None
+        spans = _timed(watch_stream, calls)
         plain = {"schemas": False, "transaction_metadata": False} if args.plain else {}
         watch_stream.stage_stream(spark, Path(tmp), args.events, args.batch, **plain)
         started = time.perf_counter()
@@ -44,6 +48,9 @@ def main() -> None:
         if args.timeline:
             spark.stop()  # the event log is complete once the application ends
         batches = [{"records": o.records, "seconds": o.seconds, "stages": o.stages} for o in outcomes]
+        if calls is not None:
+            for batch, spent in zip(batches, calls["batches"], strict=True):
+                batch["calls"] = spent
         if args.timeline:
             for batch, placed in zip(batches, timelines(log, spans), strict=True):
                 batch["timeline"] = placed
@@ -51,7 +58,38 @@ def main() -> None:
     print(json.dumps({"batches": batches, "records_per_s": round(total / took), "target_warm_seconds": 3}, indent=1))
 
 
-def _timed(module) -> list[tuple[float, float]]:
+def _planning_calls() -> dict:
+    """Wrap the functions that plan a batch's checks; returns {"now": seconds per name of the batch
+    running, "batches": one such dict per batch} (``_timed`` moves "now" into "batches")."""
+    from cdc_monitor.checks import suite
+    from cdc_monitor.engine import collect, window
+
+    calls: dict = {"now": {}, "batches": []}
+
+    def wrap(owner, name: str, label: str | None = None) -> None:
+        fn = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                key = label or name
+                calls["now"][key] = round(calls["now"].get(key, 0.0) + time.perf_counter() - start, 3)
+
+        setattr(owner, name, timed)
+
+    for name in ("transaction_check", "findings_frame", "verdict_findings", "topic_findings", "lag_table"):
+        wrap(suite, name)
+    for name in ("run_checks", "narrow_union", "union_all"):
+        wrap(window, name)
+    wrap(collect, "tag_all")
+    wrap(window.NewRecords, "findings", "scope.findings")
+    wrap(window.NewRecords, "parts", "scope.parts")
+    return calls
+
+
+def _timed(module, calls: dict | None = None) -> list[tuple[float, float]]:
     """(start, end) epoch seconds of each micro-batch the stream applies."""
     spans: list[tuple[float, float]] = []
     apply = module.process_batch
@@ -62,6 +100,9 @@ def _timed(module) -> list[tuple[float, float]]:
             return apply(*args, **kwargs)
         finally:
             spans.append((start, time.time()))
+            if calls is not None:
+                calls["batches"].append(calls["now"])
+                calls["now"] = {}
 
     module.process_batch = timed
     return spans

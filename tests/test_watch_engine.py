@@ -17,7 +17,7 @@ from cdc_monitor.generator import generate
 from cdc_monitor.generator.kcat_writer import label_dicts, write_capture
 from cdc_monitor.generator.wire_faults import AVRO_WIRE_RULES
 from cdc_monitor.sources.capture import read_capture
-from cdc_monitor.watch.batch import WatchSettings, overdue, process_batch
+from cdc_monitor.watch.batch import WatchSettings, decoded_stream, overdue, process_batch
 from cdc_monitor.watch.state import StateStore, WatchState
 from tests.registry_server import RegistryServer
 from tests.support.watch_stream import run_stream, stage
@@ -140,7 +140,8 @@ def test_a_batch_without_a_servers_markers_leaves_its_open_transactions_open(spa
                       "timestampType", F.lit(None).cast("string").alias("headers_json"), F.lit("new").alias("role"))
     server = traffic.flavour.server
     state = WatchState(batch_id=4, open_txns={f"{server}|txn-7": 1_000.0})
-    outcome, after = process_batch(spark, out, 5, state, StateStore(tmp_path / "ckpt"), WatchSettings(), now=2_000.0)
+    outcome, after = process_batch(spark, decoded_stream(out, WatchSettings().scan), 5, state, StateStore(tmp_path / "ckpt"),
+                                   WatchSettings(), now=2_000.0)
     assert outcome.records == 1 and not outcome.skipped
     assert after.open_txns == {f"{server}|txn-7": 1_000.0}
     assert overdue(after, grace_ms=600_000, now=2_000.0) == {server: 1}

@@ -12,15 +12,17 @@ from pyspark.sql import functions as F
 from cdc_monitor.checks.context import WindowFacts
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, Row
+    from pyspark.sql import Column, DataFrame, Row
 
 GRAIN = ["topic", "partition", "kind", "bad", "server", "table", "op", "enveloped"]
 
 
-def census_frame(events: DataFrame) -> DataFrame:
+def census_frame(events: DataFrame, by: tuple[Column, ...] = (), more: tuple[Column, ...] = ()) -> DataFrame:
+    """The census aggregate; ``by``: grouping columns before the grain, ``more``: further aggregates
+    (watch takes the per-partition facts of its operator's rows from the same aggregate)."""
     enveloped = F.col("envelope")
     return events.groupBy(
-        "topic", "partition", "kind", F.col("decode_error").isNotNull().alias("bad"), "server", "table", "op",
+        *by, "topic", "partition", "kind", F.col("decode_error").isNotNull().alias("bad"), "server", "table", "op",
         enveloped.alias("enveloped"),
     ).agg(
         F.count(F.lit(1)).alias("n"),
@@ -35,6 +37,7 @@ def census_frame(events: DataFrame) -> DataFrame:
         F.collect_set("key_schema_hash").alias("key_hashes"),
         F.count("txn_id").alias("in_txn"),  # events naming a transaction
         F.count(F.when(F.col("snapshot_event"), 1)).alias("snapshot_events"),
+        *more,
     )
 
 

@@ -30,7 +30,6 @@ from cdc_monitor.checks.lag import lag_row_ms
 from cdc_monitor.checks.source_gaps import GapRow, gap_findings
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import decode_records
-from cdc_monitor.decoding.avro_wire import avro_as_json
 from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import heartbeats
 from cdc_monitor.engine.facts import census_frame, facts_from_rows
@@ -54,11 +53,11 @@ from cdc_monitor.watch.carry import (
 from cdc_monitor.watch.state import PartitionHistory, StateStore, WatchState, add
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, Row, SparkSession
 
     from cdc_monitor.vocabulary import TopicRoles
 
-FLAGS = ("is_new", "tail", "candidate")
+GAP_VALUE = "gap_value"  # a gap row's value (sources/kafka/gaps.py), carried past the decoder
 COORD = list(ROW[:3])  # topic, partition, offset
 # A batch of up to this many operator rows is checked in one partition (engine/cache.py), unless the
 # scan setting ``one_partition_rows`` says fewer. Lower than a scan's 25,000: one task leaves a core
@@ -119,7 +118,7 @@ def _partitions(state: WatchState, roles: TopicRoles, batch_id: int) -> list[dic
 def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: WatchState,
                   store: StateStore, settings: WatchSettings, now: float | None = None
                   ) -> tuple[BatchOutcome, WatchState]:
-    """Apply one micro-batch (the carry operator's output) to a copy of ``state``; the new state is
+    """Apply one micro-batch (the carry operators' rows, decoded: ``decoded_stream``) to a copy of ``state``; the new state is
     saved in ``store`` and returned. A batch id already applied is skipped (state unchanged)."""
     started = time.time()
     clock = _Clock()
@@ -134,13 +133,12 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
         out = cache.materialize(frame)  # the stateful operators run once per batch, here
         clock("operator")
         # the reader's gap rows (negative offsets: sources/kafka/gaps.py) come back whole, with the
-        # per-partition facts, in the one job; the checks never see them
+        # per-partition facts and the census, in the one job; the checks never see them
         gap = F.col("offset") < 0
-        parts = out.groupBy("role", "topic", "partition", gap.alias("gap")).agg(
-            F.min("offset").alias("lo"), F.min("record_us").alias("ts"), F.count(F.lit(1)).alias("n"),
-            F.collect_list(F.when(gap, F.struct("offset", "value"))).alias("gaps")).collect()
-        gaps = [GapRow.parse(r["topic"], r["partition"], g["offset"], g["value"]) for r in parts for g in r["gaps"]]
-        parts = [r for r in parts if not r["gap"]]
+        census = census_frame(out, by=(F.col("role"), gap.alias("gap")), more=(F.collect_list(
+            F.when(gap, F.struct("offset", F.col(GAP_VALUE).alias("value")))).alias("gaps"),)).collect()
+        gaps = [GapRow.parse(r["topic"], r["partition"], g["offset"], g["value"]) for r in census for g in r["gaps"]]
+        parts = _per_partition([r for r in census if not r["gap"]])
         if gaps:
             out = out.where(~gap)
             _forget_reset(state, gaps)
@@ -150,15 +148,19 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
         starts = [r for r in parts if r["role"] == NEW]
         for r in starts:
             state.partitions.setdefault(_key(r["topic"], r["partition"]),
-                                        PartitionHistory(int(r["ts"] or 0) // 1000, int(r["lo"]), batch_id))
+                                        PartitionHistory(int(r["ts"] or 0), int(r["lo"]), batch_id))
         outcome = BatchOutcome(batch_id, 0)
         if starts:  # nothing new: nothing to judge
             rows = sum(r["n"] for r in parts)
             # a small batch: checks without shuffles
             cache.one_partition = rows <= min(cfg.one_partition_rows, settings.one_partition_rows)
-            events = cache.materialize(_events(out, settings.scan, cache))
+            events = cache.materialize(_events(out))
             clock("decode")
-            outcome, open_txns, marked = _check(out, events, state, settings, batch_id, cache, clock)
+            # the census of the events (new records and their context, each record once in a role:
+            # counts per grain may repeat a record carried by several groups; the checks read which
+            # kinds, times and tables the window holds, never those counts)
+            judged = [r for r in census if not r["gap"] and r["role"] in (NEW, *CONTEXT_ROLES)]
+            outcome, open_txns, marked = _check(out, events, judged, state, settings, batch_id, cache, clock)
             # a server's open transactions are known where the batch holds its markers (the operator
             # hands every held marker of a server with the server's new ones); elsewhere they stay
             # as they were: a batch of heartbeats does not close a transaction
@@ -197,24 +199,57 @@ class _Clock:
         self.mark = now
 
 
-def _events(out: DataFrame, cfg: ScanConfig, cache: FrameCache) -> DataFrame:
-    """New records and their context (a record several groups carry, once), decoded, with flags."""
-    new = out.where(F.col("role") == NEW).withColumns(
-        {"is_new": F.lit(True), "tail": F.lit(False), "candidate": F.lit(False)})
-    context = out.where(F.col("role").isin(*CONTEXT_ROLES)).groupBy(*COORD).agg(
-        *[F.first(c).alias(c) for c in ROW if c not in COORD],
-        F.lit(False).alias("is_new"), F.max(F.col("role") == TAIL).alias("tail"),
-        F.max(F.col("role") == CANDIDATE).alias("candidate"))
-    records = kafka_rows(new.drop("role").unionByName(context))
-    return decode_records(avro_as_json(records, cfg, cache).records, cfg.roles, keep=FLAGS)
+def decoded_stream(carried: DataFrame, cfg: ScanConfig) -> DataFrame:
+    """The carry operators' rows decoded, defined once on the streaming frame (Structured
+    Streaming analyses it once, not per batch): the events frame's columns, the operator's
+    ``role`` and a gap row's value (``GAP_VALUE``: what ``GapRow.parse`` reads, null elsewhere).
+    With a schema registry or Avro-JSON text, the Avro stage first (as ``carry_input``'s)."""
+    from cdc_monitor.avro.registry import RegistrySettings
+    from cdc_monitor.decoding.avro_wire import RegistrySchemas, decode_avro_json, decode_wire_format
+
+    records = kafka_rows(carried).withColumn(GAP_VALUE, F.when(F.col("offset") < 0, F.col("value")))
+    registry = RegistrySettings.from_conf(cfg.schema_registry)
+    if registry is not None:
+        records = decode_wire_format(records, RegistrySchemas(registry))
+    elif cfg.avro_json:
+        records = decode_avro_json(records)
+    return decode_records(records, cfg.roles, keep=("role", GAP_VALUE))
 
 
-def _check(out: DataFrame, events: DataFrame, state: WatchState, settings: WatchSettings, batch_id: int,
-           cache: FrameCache, clock: _Clock) -> tuple[BatchOutcome, list[tuple[str, str]], set[str]]:
+def _events(out: DataFrame) -> DataFrame:
+    """New records and their context (a record several groups carry, once), with flags: one
+    SQL statement over the decoded rows (``decoded_stream``), one analysis."""
+    columns = [c for c in out.columns if c not in ("role", GAP_VALUE)]
+    coord = set(COORD)
+    first = ", ".join(f"`{c}`" if c in coord else f"first(`{c}`) AS `{c}`" for c in columns)
+    plain = ", ".join(f"`{c}`" for c in columns)
+    context = ", ".join(repr(r) for r in CONTEXT_ROLES)
+    text = (f"SELECT {plain}, true AS is_new, false AS tail, false AS candidate FROM {{out}} WHERE role = '{NEW}' "
+            f"UNION ALL SELECT {first}, false AS is_new, max(role = '{TAIL}') AS tail, "
+            f"max(role = '{CANDIDATE}') AS candidate FROM {{out}} WHERE role IN ({context}) GROUP BY {', '.join(COORD)}")
+    return out.sparkSession.sql(text, out=out)
+
+
+def _per_partition(census: list[Row]) -> list[dict[str, Any]]:
+    """Per role, topic and partition of the operator's rows: the lowest offset and record time, rows."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in census:
+        p = out.setdefault((r["role"], r["topic"], r["partition"]), {
+            "role": r["role"], "topic": r["topic"], "partition": r["partition"], "lo": None, "ts": None, "n": 0})
+        p["lo"] = r["first_offset"] if p["lo"] is None else min(p["lo"], r["first_offset"])
+        if r["min_ts_ms"] is not None:
+            p["ts"] = r["min_ts_ms"] if p["ts"] is None else min(p["ts"], r["min_ts_ms"])
+        p["n"] += r["n"]
+    return list(out.values())
+
+
+def _check(out: DataFrame, events: DataFrame, census: list[Row], state: WatchState, settings: WatchSettings,
+           batch_id: int, cache: FrameCache, clock: _Clock) -> tuple[BatchOutcome, list[tuple[str, str]], set[str]]:
     """The batch's outcome, its open transactions (server, key) and the servers whose markers it
-    holds (as ``_key`` spells them). ``out``: the stateful operators' rows; ``events``: decoded."""
+    holds (as ``_key`` spells them). ``out``: the stateful operators' rows; ``events``: decoded;
+    ``census``: the events' census rows."""
     cfg = settings.scan
-    facts = facts_from_rows(census_frame(events).collect(), _partitions(state, cfg.roles, batch_id))
+    facts = facts_from_rows(census, _partitions(state, cfg.roles, batch_id))
     for beat in heartbeats(facts.rows):  # the newest per server, kept across batches for the gauge
         if beat["last_ts_ms"] is not None:
             server = beat["server"] or ""

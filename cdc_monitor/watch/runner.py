@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from cdc_monitor.sinks.prometheus import MetricsServer, MetricsSnapshot
 from cdc_monitor.vocabulary import TxStatus
-from cdc_monitor.watch.batch import BatchOutcome, WatchSettings, overdue, process_batch
+from cdc_monitor.watch.batch import BatchOutcome, WatchSettings, decoded_stream, overdue, process_batch
 from cdc_monitor.watch.state import StateStore, WatchState
 
 if TYPE_CHECKING:
@@ -165,7 +165,8 @@ class Watcher:
             self.spark.conf.set(name, value)
         topics = [t for t, _ in self.opts.settings.topic_partitions]
         stream = open_stream(self.spark, self.opts.source_options, self.opts.reader, topics)
-        carried = carry_stream(stream, self.opts.settings.carry(), self.opts.settings.scan)
+        carried = decoded_stream(carry_stream(stream, self.opts.settings.carry(), self.opts.settings.scan),
+                                 self.opts.settings.scan)
         return (carried.writeStream.foreachBatch(self.on_batch)
                 .option("checkpointLocation", str(self.opts.checkpoint / "spark"))
                 .trigger(processingTime=f"{self.opts.interval_s} seconds").start())

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_monitor.sources.base import KAFKA_COLUMNS, KAFKA_SCHEMA
-from cdc_monitor.watch.batch import BatchOutcome, WatchSettings, process_batch
+from cdc_monitor.watch.batch import BatchOutcome, WatchSettings, decoded_stream, process_batch
 from cdc_monitor.watch.carry import STREAM_CONF, carry_stream
 from cdc_monitor.watch.state import StateStore, WatchState
 
@@ -77,7 +77,7 @@ def run_stream(spark: SparkSession, source: Path | None, checkpoint: Path, setti
 
     if stream is None:
         stream = spark.readStream.schema(KAFKA_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source))
-    carried = carry_stream(stream, settings.carry(), settings.scan)
+    carried = decoded_stream(carry_stream(stream, settings.carry(), settings.scan), settings.scan)
     query = (carried.writeStream.foreachBatch(on_batch).option("checkpointLocation", str(checkpoint / "spark"))
              .trigger(availableNow=True).start())
     query.awaitTermination()
