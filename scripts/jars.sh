@@ -3,6 +3,8 @@
 #   kafka-broker/  Apache Kafka's broker (KRaft), started by tests/support/broker.py
 #   debezium-connect/  Kafka Connect (the broker's version) and Debezium's PostgreSQL and MySQL
 #                  connectors on one flat classpath, started by tests/support/debezium.py
+#   debezium-mariadb/  Debezium's MariaDB connector (3.5.0), a Connect plugin, started by
+#                  tests/support/debezium_mariadb.py
 #   spark-kafka/   Spark's Kafka connector (spark-sql-kafka-0-10) for --kafka-reader spark: the
 #                  installed pyspark's version, else the newest published one before it
 # Usage: bash scripts/jars.sh [python]   (the Python whose pyspark picks the connector's version)
@@ -47,6 +49,11 @@ resolve kafka-broker "$(sha256sum scripts/maven/kafka-broker.pom.xml | cut -c1-1
 }
 resolve debezium-connect "$(sha256sum scripts/maven/debezium-connect.pom.xml | cut -c1-16)" || {
   echo "jars.sh: could not resolve Kafka Connect and Debezium from Maven Central; see .cache/jars/debezium-connect.log" >&2
+  exit 2
+}
+resolve debezium-mariadb "$(sha256sum scripts/maven/debezium-mariadb.pom.xml | cut -c1-16)" \
+    -DexcludeGroupIds=org.apache.kafka,org.slf4j || {
+  echo "jars.sh: could not resolve Debezium's MariaDB connector from Maven Central; see .cache/jars/debezium-mariadb.log" >&2
   exit 2
 }
 spark_version=$("$PY" -c 'import pyspark; print(pyspark.__version__)')

@@ -36,6 +36,8 @@ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>
 # PostgreSQL and its JDBC driver: tests/test_reconcile.py starts a cluster on a loopback port
 compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || packages="$packages postgresql-15"
 [ -f /usr/share/java/postgresql.jar ] || packages="$packages libpostgresql-jdbc-java"
+# MariaDB: tests/test_debezium_mariadb.py starts a server on a loopback port
+[ -x /usr/sbin/mariadbd ] || packages="$packages mariadb-server"
 if [ -n "$packages" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test.sh: installing Debian's$packages" >&2

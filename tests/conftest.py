@@ -33,7 +33,7 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "spark_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("spark-cluster"))
-        elif "debezium_world" in getattr(item, "fixturenames", ()):
+        elif {"debezium_world", "debezium_mariadb"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group("debezium"))
         elif item.nodeid.split("::")[0].rsplit("/", 1)[-1] in ONE_WORKER_MODULES:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

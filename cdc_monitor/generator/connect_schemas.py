@@ -73,12 +73,20 @@ TRANSACTION_BLOCK = {
 
 
 def envelope_schema(flavour: Flavour, table: TableDef, name: str | None = None) -> dict[str, Any]:
+    times = [{"type": "int64", "optional": True, "field": "ts_ms"}]
+    if flavour.v3:  # Debezium 3.x: transaction before op, the processing time in us and ns too; version 2
+        fields = [row_schema(flavour, table, "before"), row_schema(flavour, table, "after"), flavour.source_schema(),
+                  TRANSACTION_BLOCK, {"type": "string", "optional": False, "field": "op"}, *times,
+                  {"type": "int64", "optional": True, "field": "ts_us"},
+                  {"type": "int64", "optional": True, "field": "ts_ns"}]
+        return {"type": "struct", "fields": fields, "optional": False,
+                "name": name or f"{flavour.topic(table.name)}.Envelope", "version": 2}
     fields = [
         row_schema(flavour, table, "before"),
         row_schema(flavour, table, "after"),
         flavour.source_schema(),
         {"type": "string", "optional": False, "field": "op"},
-        {"type": "int64", "optional": True, "field": "ts_ms"},
+        *times,
     ]
     if flavour.documents:
         fields.append(UPDATE_DESCRIPTION)
@@ -128,3 +136,28 @@ MARKER_VALUE_SCHEMA = {
     "optional": False,
     "name": "io.debezium.connector.common.TransactionMetadataValue",
 }
+
+
+def _v3(schema: dict[str, Any]) -> dict[str, Any]:
+    """A common schema as Debezium 3.x writes it: versioned."""
+    return {**schema, "version": 1}
+
+
+# Debezium 3.x: the marker's and heartbeat's schemas are versioned, a data_collections entry is an
+# optional struct named event.collection
+MARKER_SCHEMAS_V3 = (_v3(MARKER_KEY_SCHEMA), _v3({**MARKER_VALUE_SCHEMA, "fields": [
+    *MARKER_VALUE_SCHEMA["fields"][:3],
+    {**MARKER_VALUE_SCHEMA["fields"][3], "items": {**MARKER_VALUE_SCHEMA["fields"][3]["items"], "optional": True,
+                                                   "name": "event.collection", "version": 1}},
+    MARKER_VALUE_SCHEMA["fields"][4]]}))
+HEARTBEAT_SCHEMAS_V3 = (_v3(HEARTBEAT_KEY_SCHEMA), _v3(HEARTBEAT_VALUE_SCHEMA))
+
+
+def marker_schemas(flavour: Flavour) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The transaction marker's key and value schemas."""
+    return MARKER_SCHEMAS_V3 if flavour.v3 else (MARKER_KEY_SCHEMA, MARKER_VALUE_SCHEMA)
+
+
+def heartbeat_schemas(flavour: Flavour) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The heartbeat's key and value schemas."""
+    return HEARTBEAT_SCHEMAS_V3 if flavour.v3 else (HEARTBEAT_KEY_SCHEMA, HEARTBEAT_VALUE_SCHEMA)

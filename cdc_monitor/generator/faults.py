@@ -48,7 +48,7 @@ from cdc_monitor.generator.connect_schemas import envelope_schema, key_schema
 from cdc_monitor.generator.fault_rules import applicable_rules
 from cdc_monitor.generator.flavours import TABLES, TableDef
 from cdc_monitor.generator.lag_faults import LagFaults
-from cdc_monitor.generator.records import STANDALONE_EV, Label, Rec, serialize
+from cdc_monitor.generator.records import STANDALONE_EV, Label, Rec, serialize, set_times
 from cdc_monitor.generator.snapshot_faults import SnapshotFaults
 from cdc_monitor.generator.wire_faults import WireFaults
 
@@ -358,7 +358,8 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults):
             return False
         self.reserve(table.name, pk)
         replay = copy.copy(orig)
-        replay.value = dict(orig.value, ts_ms=orig.value["ts_ms"] + 1)
+        replay.value = dict(orig.value)
+        set_times(replay.value, orig.value["ts_ms"] + 1)
         replay.raw_value = None
         replay.ts = self.g.proc_ts
         self.g.proc_ts += 1

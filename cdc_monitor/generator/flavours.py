@@ -6,6 +6,7 @@ block its connector really sends (seeds 000-004), with positions that only move 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,8 @@ TABLES = (
 )
 
 
+# Debezium 3.x's SnapshotRecord values (the source block's snapshot enum)
+SNAPSHOT_ALLOWED_V3 = "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
 MONGO_LSID = "a8f0c1e2-6b1d-4c57-9a3e-2f4b8d7c9e10"  # a MongoDB logical session id (UUID)
 
 
@@ -62,6 +65,25 @@ class Flavour:
     nullable_columns: bool = False  # non-key columns optional (postgres-style tables)
     before_on_update: bool = True  # False: REPLICA IDENTITY DEFAULT-like, before is null on update
     documents: bool = False  # MongoDB: rows are documents (_id) written as JSON text; the key is {"id": "<_id as JSON>"}
+
+    @property
+    def v3(self) -> bool:
+        """Modelled on Debezium 3.x (checked against the real connector: tests/test_debezium_generator.py):
+        the envelope's and the source block's ``ts_us``/``ts_ns``, the envelope at schema version 2 with
+        ``transaction`` before ``op``, versioned marker and heartbeat schemas, the 3.x snapshot markers."""
+        return int(self.version.split(".")[0]) >= 3
+
+    def snapshot_marker(self, last_table: bool, first_table: bool, row: int, rows: int) -> str:
+        """source.snapshot of a snapshot row: ``last`` on the last; Debezium 3.x also marks the first
+        (``first``) and each table's first and last (``first_in_data_collection``,
+        ``last_in_data_collection``)."""
+        if row == rows - 1 and last_table:
+            return "last"
+        if not self.v3:
+            return "true"
+        if row == 0:
+            return "first" if first_table else "first_in_data_collection"
+        return "last_in_data_collection" if row == rows - 1 else "true"
 
     def ident(self, name: str) -> str:
         return name.upper() if self.upper else name
@@ -116,9 +138,10 @@ class Flavour:
 
     # -- the source block -------------------------------------------------------------------
     def source(self, table: str, txn_no: int, seq: int, ev: int, ts_ms: int, snapshot: str,
-               op: str, commit_seq: int) -> dict[str, Any]:
+               op: str, commit_seq: int, last_commit: int | None = None) -> dict[str, Any]:
         """``seq``: global event number; ``ev``: index inside the transaction; ``commit_seq``:
-        the global number of the transaction's last event (for commit positions)."""
+        the global number of the transaction's last event (for commit positions); ``last_commit``
+        (PostgreSQL): the LSN of the last transaction committed before this event's."""
         n = self.name
         tbl = self.ident(table)
         if n in ("mysql", "dtle"):
@@ -138,9 +161,15 @@ class Flavour:
         common = {"version": self.version, "connector": self.connector, "name": self.server, "ts_ms": ts_ms,
                   "snapshot": snapshot, "db": self.db}
         if n == "postgresql":
+            # Debezium's SourceInfo.sequence(): [lastCommitLsn, lsn], the first null until the
+            # connector has streamed a commit (snapshot rows, the first transaction after them)
             lsn = self.lsn(seq)
-            return common | {"sequence": f'["{self.lsn(commit_seq)}","{lsn}"]', "schema": self.schema,
-                             "table": tbl, "txId": 700 + txn_no, "lsn": lsn, "xmin": None}
+            last = None if last_commit is None or snapshot != "false" else str(last_commit)
+            src = {**common, "sequence": json.dumps([last, str(lsn)], separators=(",", ":"))}
+            if self.v3:
+                src |= {"ts_us": ts_ms * 1000, "ts_ns": ts_ms * 1_000_000}
+            src |= {"schema": self.schema, "table": tbl, "txId": 700 + txn_no, "lsn": lsn, "xmin": None}
+            return src | ({"origin": None, "origin_lsn": None} if self.v3 else {})
         if n == "sqlserver":
             commit = f"00000027:{0x700 + txn_no:08x}:0005"
             change = f"00000027:{0x700 + txn_no:08x}:{ev + 2:04x}"
@@ -161,8 +190,9 @@ class Flavour:
 
     def source_schema(self) -> dict[str, Any]:
         n = self.name
+        allowed = SNAPSHOT_ALLOWED_V3 if self.v3 else "true,last,false,incremental"
         snapshot = ({"type": "string", "optional": True, "name": "io.debezium.data.Enum", "version": 1,
-                     "parameters": {"allowed": "true,last,false,incremental"}, "default": "false",
+                     "parameters": {"allowed": allowed}, "default": "false",
                      "field": "snapshot"} if n != "dtle" else _f("snapshot", "boolean", True))
         if n == "mysql":
             fields = [_f("version", "string", False), _f("connector", "string", False), _f("name", "string", False),
@@ -179,8 +209,13 @@ class Flavour:
             fields = [_f("version", "string", False), _f("connector", "string", False), _f("name", "string", False),
                       _f("ts_ms", "int64", False), snapshot, _f("db", "string", False)]
             if n == "postgresql":
-                fields += [_f("sequence", "string", True), _f("schema", "string", False), _f("table", "string", False),
+                fields += [_f("sequence", "string", True)]
+                if self.v3:
+                    fields += [_f("ts_us", "int64", True), _f("ts_ns", "int64", True)]
+                fields += [_f("schema", "string", False), _f("table", "string", False),
                            _f("txId", "int64", True), _f("lsn", "int64", True), _f("xmin", "int64", True)]
+                if self.v3:
+                    fields += [_f("origin", "string", True), _f("origin_lsn", "int64", True)]
             elif n == "mongodb":
                 fields += [_f("sequence", "string", True), _f("rs", "string", False), _f("collection", "string", False),
                            _f("ord", "int32", False), _f("lsid", "string", True), _f("txnNumber", "int64", True)]
@@ -196,13 +231,14 @@ class Flavour:
                            _f("ssn", "int32", True), _f("redo_thread", "int32", True), _f("user_name", "string", True)]
         connector = "mysql" if n == "dtle" else ("postgresql" if n == "yugabyte" else n)
         return {"type": "struct", "fields": fields, "optional": False,
-                "name": f"io.debezium.connector.{connector}.Source", "field": "source"}
+                "name": f"io.debezium.connector.{connector}.Source", **({"version": 1} if self.v3 else {}),
+                "field": "source"}
 
 
 FLAVOURS: dict[str, Flavour] = {
     "mysql": Flavour("mysql", "mysql_server_1", "inventory", None, "mysql", "2.7.3.Final"),
     "dtle": Flavour("dtle", "dbserver1", "inventory", None, None, "0.8.3.Final"),
-    "postgresql": Flavour("postgresql", "pgserver1", "postgres", "public", "postgresql", "2.7.3.Final",
+    "postgresql": Flavour("postgresql", "pgserver1", "postgres", "public", "postgresql", "3.6.1.Final",
                           nullable_columns=True, before_on_update=False),
     "sqlserver": Flavour("sqlserver", "sqlserver1", "testDB", "dbo", "sqlserver", "2.3.4.Final"),
     "oracle": Flavour("oracle", "oracle1", "ORCLPDB1", "DEBEZIUM", "oracle", "2.1.4.Final", upper=True),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.checks.lag import INVALID_EVENT_TS, INVALID_SOURCE_TS, LAG_SPIKE, NEGATIVE_LAG
+from cdc_monitor.generator.records import drop_fine_times, set_times
 
 if TYPE_CHECKING:
     from cdc_monitor.generator.records import Rec
@@ -21,11 +22,12 @@ class LagFaults:
     def _shift_source(self, rec: Rec, delta_ms: int | None = None, absolute: int | None = None) -> None:
         src = rec.value["source"]
         if self.g.f.documents and absolute is None:  # MongoDB's source time is its position: delay the processing
-            rec.value["ts_ms"] -= delta_ms
+            set_times(rec.value, rec.value["ts_ms"] - delta_ms)
             return
-        field = "ts_sec" if "ts_sec" in src else "ts_ms"
-        scale = 1000 if field == "ts_sec" else 1
-        src[field] = absolute if absolute is not None else src[field] + delta_ms // scale
+        if "ts_sec" in src:
+            src["ts_sec"] = absolute if absolute is not None else src["ts_sec"] + delta_ms // 1000
+            return
+        set_times(src, absolute if absolute is not None else src["ts_ms"] + delta_ms)
 
     def _lag_spike(self, txn_no: int, hooks: dict[str, Any]) -> bool:
         recs = hooks["data_recs"]
@@ -39,7 +41,7 @@ class LagFaults:
         rec = hooks["data_recs"][0]
         src = rec.value["source"]
         source_ms = src["ts_sec"] * 1000 if "ts_sec" in src else src["ts_ms"]
-        rec.value["ts_ms"] = source_ms - 1500
+        set_times(rec.value, source_ms - 1500)
         self.label(NEGATIVE_LAG.name, rec)
 
     def _invalid_source_ts(self, txn_no: int, hooks: dict[str, Any]) -> None:
@@ -50,6 +52,7 @@ class LagFaults:
         src = rec.value["source"]
         if variant and "ts_ms" in src:
             src["ts_ms"] = src["ts_ms"] * (1_000 if variant == 1 else 1_000_000)
+            drop_fine_times(src)
         else:
             self._shift_source(rec, absolute=0)
         self.label(INVALID_SOURCE_TS.name, rec)
@@ -62,4 +65,5 @@ class LagFaults:
         variant = self.variant(INVALID_EVENT_TS.name, advance=True) % 3
         ts = rec.value["ts_ms"]
         rec.value["ts_ms"] = ts * 1_000_000 if variant == 0 else ts * 1_000 if variant == 1 else ts // 1_000
+        drop_fine_times(rec.value)
         self.label(INVALID_EVENT_TS.name, rec)

@@ -91,6 +91,19 @@ class Traffic:
     value_format: str = "json"  # json, avro (wire format, to Kafka), avro-json (captures)
 
 
+def set_times(value: dict[str, Any], ts_ms: int) -> None:
+    """``ts_ms`` of an envelope or a source block, and its ``ts_us``/``ts_ns`` (Debezium 3.x) with it."""
+    value["ts_ms"] = ts_ms
+    if "ts_us" in value:
+        value["ts_us"], value["ts_ns"] = ts_ms * 1000, ts_ms * 1_000_000
+
+
+def drop_fine_times(value: dict[str, Any]) -> None:
+    """A damaged ``ts_ms`` (another unit) stands alone: its ``ts_us``/``ts_ns`` (if any) are null."""
+    if "ts_us" in value:
+        value["ts_us"] = value["ts_ns"] = None
+
+
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 

@@ -20,17 +20,15 @@ from cdc_monitor.errors import UsageError
 from cdc_monitor.generator.connect_schemas import (
     DECIMAL,
     DECIMAL_SCALE,
-    HEARTBEAT_KEY_SCHEMA,
-    HEARTBEAT_VALUE_SCHEMA,
-    MARKER_KEY_SCHEMA,
-    MARKER_VALUE_SCHEMA,
     envelope_schema,
+    heartbeat_schemas,
     key_schema,
+    marker_schemas,
     row_schema,
 )
 from cdc_monitor.generator.flavours import FLAVOURS, TABLES, TableDef
 from cdc_monitor.generator.partitioner import partition_for
-from cdc_monitor.generator.records import KeyPool, KeyState, Rec, Traffic, _dumps, serialize_key
+from cdc_monitor.generator.records import KeyPool, KeyState, Rec, Traffic, _dumps, serialize_key, set_times
 from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX as HEARTBEAT_PREFIX
 
 BASE_TS_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -89,6 +87,10 @@ class Generator:
         self.seq = 0
         self.data_events = 0
         self.pending_end: Rec | None = None
+        # PostgreSQL: the LSN of the last committed transaction (its END's), and per transaction the
+        # one before it began (source.sequence[0])
+        self.last_commit: int | None = None
+        self.commit_before: dict[int, int | None] = {}
         self.key_schemas = {t.name: key_schema(self.f, t) for t in TABLES}
         self.value_schemas = {t.name: envelope_schema(self.f, t) for t in TABLES}
         self.decimal_format = decimal_format
@@ -167,8 +169,9 @@ class Generator:
         return f"{HEARTBEAT_PREFIX}.{self.f.server}"
 
     def heartbeat(self) -> Rec:
+        key_schema, value_schema = heartbeat_schemas(self.f)
         return self.emit(Rec(self.heartbeat_topic, {"serverName": self.f.server}, {"ts_ms": self.proc_ts}, self.proc_ts,
-                             key_schema=HEARTBEAT_KEY_SCHEMA, value_schema=HEARTBEAT_VALUE_SCHEMA), partition=0)
+                             key_schema=key_schema, value_schema=value_schema), partition=0)
 
     # -- events ----------------------------------------------------------------------------
     def change(self, table: TableDef, pk: int, op: str, before: Any, after: Any, *, txn: dict | None,
@@ -178,16 +181,21 @@ class Generator:
         c_txn, c_seq, c_commit = coords or (txn_no, self.seq, commit_seq)
         # MongoDB's position leads with the oplog time: an event placed at older coordinates has its time
         source_ts = self.txn_source_ts.get(c_txn, self.source_ts) if coords and self.f.documents else self.source_ts
-        src = self.f.source(table.name, c_txn, c_seq, ev, source_ts, snapshot, op, c_commit)
+        src = self.f.source(table.name, c_txn, c_seq, ev, source_ts, snapshot, op, c_commit,
+                            last_commit=self.commit_before.get(c_txn, self.last_commit))
         if self.connector is not None:
             src["connector"] = self.connector
-        payload: dict[str, Any] = {"before": before, "after": after, "source": src, "op": op,
-                                   "ts_ms": self.proc_ts}
+        payload: dict[str, Any] = {"before": before, "after": after, "source": src}
+        if self.f.v3:  # Debezium 3.x: the transaction block before op, the processing time in us and ns too
+            payload |= {"transaction": txn if self.tx_metadata else None, "op": op, "ts_ms": 0, "ts_us": 0, "ts_ns": 0}
+            set_times(payload, self.proc_ts)
+        else:
+            payload |= {"op": op, "ts_ms": self.proc_ts}
         if self.f.documents:  # 2.x: what an update changed, beside the full document (updateLookup)
             changed = {k: v for k, v in (after or {}).items() if k != "_id"} if op == "u" else None
             payload["updateDescription"] = ({"removedFields": None, "updatedFields": json.dumps(changed),
                                              "truncatedArrays": None} if changed is not None else None)
-        if self.tx_metadata:
+        if self.tx_metadata and not self.f.v3:
             payload["transaction"] = txn
         rec = Rec(self.f.topic(table.name), self.key_payload(table, pk), payload, self.proc_ts + 1,
                   headers=headers, key_schema=self.key_schemas[table.name],
@@ -231,20 +239,19 @@ class Generator:
         if counts is not None:
             value["event_count"] = sum(counts.values())
             value["data_collections"] = [{"data_collection": k, "event_count": v} for k, v in counts.items()]
+        key_schema, value_schema = marker_schemas(self.f)
         return Rec(self.f.transaction_topic, {"id": txn_id}, value, self.proc_ts,
-                   key_schema=MARKER_KEY_SCHEMA, value_schema=MARKER_VALUE_SCHEMA, txn_id=txn_id)
+                   key_schema=key_schema, value_schema=value_schema, txn_id=txn_id)
 
     # -- phases ----------------------------------------------------------------------------
     def snapshot(self) -> None:
         per_table = max(3, min(50, self.events // 20))
-        last_table = TABLES[-1]
-        for table in TABLES:
+        for t, table in enumerate(TABLES):
             for i in range(per_table):
                 pk = self.next_id[table.name]
                 self.next_id[table.name] += 1
-                last = table is last_table and i == per_table - 1
                 self.change(table, pk, "r", None, self.row(table, pk, 0), txn=None, txn_no=0, ev=0,
-                            commit_seq=0, snapshot="last" if last else "true")
+                            commit_seq=0, snapshot=self.f.snapshot_marker(t == len(TABLES) - 1, t == 0, i, per_table))
         self.proc_ts += 50
 
     def plan_ops(self, n: int) -> list[tuple[str, TableDef, int]]:
@@ -301,8 +308,9 @@ class Generator:
         self.txn_source_ts[txn_no] = self.source_ts
         self.proc_ts = max(self.proc_ts, self.source_ts + self.rng.randrange(20, 900))
         pg = self.f.name == "postgresql"
-        # PostgreSQL: the BEGIN's last seen LSN lies just before the first event's
-        txn_id = self.f.txn_id(txn_no, self.f.lsn(self.seq) - 16)
+        # PostgreSQL: the BEGIN's last seen LSN is the first event's (Debezium 3.6.1 with pgoutput)
+        txn_id = self.f.txn_id(txn_no, self.f.lsn(self.seq))
+        self.commit_before[txn_no] = self.last_commit
         if self.tx_metadata:
             if self.pending_end is not None:
                 end = self.pending_end
@@ -362,10 +370,16 @@ class Generator:
             ev += 1
         hooks["data_recs"] = data_recs
         if self.tx_metadata:
-            end_id = self.f.txn_id(txn_no, self.f.lsn(commit_seq) + 16) if pg else txn_id
+            end_id = self.f.txn_id(txn_no, self.commit_lsn(commit_seq)) if pg else txn_id
             self.pending_end = self.marker("END", end_id, self.source_ts, counts)
             hooks["end_rec"] = self.pending_end
+        if pg:
+            self.last_commit = self.commit_lsn(commit_seq)
         self.proc_ts += 2
+
+    def commit_lsn(self, commit_seq: int) -> int:
+        """PostgreSQL: a transaction's commit LSN (its END's id), just past its last event's."""
+        return self.f.lsn(commit_seq) + 16
 
     def run(self) -> Traffic:
         self.snapshot()

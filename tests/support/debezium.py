@@ -73,13 +73,18 @@ class KafkaConnect:
     its offsets file; ``restart_task()`` stops the task gracefully (its offsets committed) and
     starts it again."""
 
-    def __init__(self, root: Path, bootstrap: str, connector: dict[str, str]) -> None:
+    def __init__(self, root: Path, bootstrap: str, connector: dict[str, str], classpath: str | None = None,
+                 plugins: Path | None = None) -> None:
+        """``classpath``: the worker's (Connect and Debezium's 3.6.1 connectors by default); ``plugins``:
+        its ``plugin.path`` (connectors in their own class loaders)."""
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self.rest = free_port()
         self.name = connector["name"]
+        self.classpath = classpath
         self.worker = root / "worker.properties"
-        self.worker.write_text(WORKER.format(bootstrap=bootstrap, offsets=root / "offsets.dat", rest=self.rest))
+        self.worker.write_text(WORKER.format(bootstrap=bootstrap, offsets=root / "offsets.dat", rest=self.rest)
+                               + (f"plugin.path={plugins}\n" if plugins else ""))
         self.connector = root / "connector.properties"
         self.connector.write_text("".join(f"{k}={v}\n" for k, v in connector.items()))
         self.server: ServerProcess | None = None
@@ -93,7 +98,7 @@ class KafkaConnect:
 
     def start(self) -> None:
         self.starts += 1
-        argv = ["java", *CONNECT_JVM, "-cp", connect_classpath(),
+        argv = ["java", *CONNECT_JVM, "-cp", self.classpath or connect_classpath(),
                 "org.apache.kafka.connect.cli.ConnectStandalone", str(self.worker), str(self.connector)]
         self.server = ServerProcess(argv, self.root / f"connect-{self.starts}.log", self._running, "Kafka Connect",
                                     timeout=120)
