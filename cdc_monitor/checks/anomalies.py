@@ -32,7 +32,7 @@ METRIC_RULE = {"events": VOLUME_ANOMALY, "lag_p99_ms": LAG_ANOMALY}
 class Judgement:
     findings: list[dict[str, Any]] = field(default_factory=list)
     judged: int = 0  # (table, interval, metric) verdicts given
-    no_verdict: dict[tuple[str, str], int] = field(default_factory=dict)  # (server, table) -> intervals without one
+    no_verdict: dict[tuple[str, str], int] = field(default_factory=dict)  # (server, table) -> intervals a metric had none
 
 
 def _when(ms: int) -> str:
@@ -53,6 +53,7 @@ def judge_window(rows: Iterable[dict[str, Any]], history: HistoryIndex, window_s
     out = Judgement()
     for r in rows:
         key = (r["server"], r["table"])
+        unjudged = False
         silent = totals[key] == 0
         alive = r["server"] in beating or any(n > 0 for (s, t), n in totals.items() if s == r["server"] and t != r["table"])
         for metric, measure in (("events", volume), ("lag_p99_ms", lag_p99)):
@@ -61,7 +62,7 @@ def judge_window(rows: Iterable[dict[str, Any]], history: HistoryIndex, window_s
                 continue
             base = history.baseline(r["server"], r["table"], metric, r["interval_start_ms"], window_start)
             if base is None:
-                out.no_verdict[key] = out.no_verdict.get(key, 0) + 1
+                unjudged = True
                 continue
             out.judged += 1
             rule = METRIC_RULE[metric]
@@ -72,6 +73,8 @@ def judge_window(rows: Iterable[dict[str, Any]], history: HistoryIndex, window_s
             elif not (observed > base.upper or (metric == "events" and observed < base.lower)):
                 continue
             out.findings.append(anomaly_finding(rule, r, metric, observed, base.as_dict()))
+        if unjudged:
+            out.no_verdict[key] = out.no_verdict.get(key, 0) + 1
     return out
 
 

@@ -4,8 +4,10 @@ a user can redo it by hand.
 
 For one table, metric and interval ``t`` of a window starting at ``w``:
 
-1. the table's committed intervals before ``w`` at the same hour of the week (UTC) as ``t``, the
-   most recent ``n`` of them: when there are at least ``min_n``, they are the baseline;
+1. the table's committed intervals at the same hour of the week (UTC) as ``t`` in earlier weeks
+   (before ``w`` and before the hour of ``t`` began, so an anomaly's own first intervals never
+   widen its band), the most recent ``n`` of them: when there are at least ``min_n``, they are the
+   baseline;
 2. else its intervals in the ``n`` intervals of record time before ``w``: when at least ``min_n``;
 3. else no verdict ("too little history", said in the report).
 
@@ -122,10 +124,11 @@ class HistoryIndex:
         """Steps 1 and 2's values for interval ``t`` of a window starting at ``window_start``, oldest first."""
         n = self.settings.intervals
         same: list[float] = []
+        before = min(window_start, t - t % HOUR_MS)  # earlier weeks only: not this hour's first intervals
         for start, values in reversed(self._hours.get((server, table, hour_of_week(t)), [])):
             if start < window_start - self.lookback_ms or len(same) == n:
                 break
-            if start < window_start and values[metric] is not None:
+            if start < before and values[metric] is not None:
                 same.append(values[metric])  # type: ignore[arg-type]
         recent: list[float] = []
         for start, values in reversed(self._all.get((server, table), [])):

@@ -16,12 +16,13 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from pyspark.errors import AnalysisException
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from cdc_monitor.history.layout import COMMITS, HOUR_MS, NAMES, READ_SCHEMA, ROW_SCHEMA, WEEK_MS, date_of, hour_of_week
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 # seconds to wait between a batch's rows and its commit marker: for the crash test only
 # (tests/test_history.py kills the writer there), never set in use
@@ -103,3 +104,16 @@ def write_batch(spark: SparkSession, location: str, window: str, rows: list[dict
 
 def hours_of(starts: list[int]) -> set[int]:
     return {hour_of_week(t) for t in starts}
+
+
+def read_committed(spark: SparkSession, location: str) -> DataFrame | None:
+    """Every committed row, one per (server, table, interval) as ``latest`` keeps it: the history
+    as a reader sees it (docs/history.md; None for a location with no commit yet)."""
+    batches = committed(spark, location)
+    paths = sorted(f"{location}/date={d}/batch={b}" for b, c in batches.items() for d in c["dates"] or ())
+    if not paths:
+        return None
+    rows = spark.read.schema(READ_SCHEMA).option("basePath", location).parquet(*paths)
+    order = Window.partitionBy("server", "table", "interval_start_ms").orderBy(
+        F.col("covered_ms").desc(), F.col("written_at_ms").desc(), F.col("batch").desc())
+    return rows.withColumn("_rank", F.row_number().over(order)).where("_rank = 1").drop("_rank")
