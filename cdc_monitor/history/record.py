@@ -20,9 +20,6 @@ if TYPE_CHECKING:
 
     from cdc_monitor.config import ScanConfig
 
-PAST_POINTS = 48  # intervals of history drawn before the window in a report's anomaly chart
-
-
 @dataclass
 class HistoryOutcome:
     findings: list[dict[str, Any]] = field(default_factory=list)  # the anomaly findings (FINDING_COLUMNS and more)
@@ -71,12 +68,14 @@ def _verdicts(judged: Judgement, settings: BaselineSettings) -> dict[str, Any]:
 
 def _series(judged: Judgement, rows: list[dict[str, Any]], index: HistoryIndex, start: int,
             past: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per anomalous (server, table, metric): its recent past and each window interval with its band."""
+    """Per anomalous (server, table, metric): its last ``n`` intervals before the window, and each
+    window interval with its baseline and band (a report draws them: sinks/html_charts.py)."""
     out = []
     for server, table, metric in sorted({(f["server"], f["table"], f["metric"]) for f in judged.findings}):
         measure = METRICS[metric]
-        before = [{"t_ms": r["interval_start_ms"], "observed": measure(r)} for r in past
-                  if r["server"] == server and r["table"] == table and measure(r) is not None][-PAST_POINTS:]
+        since = start - index.settings.intervals * index.interval_ms  # the recent past (not the earlier weeks')
+        before = [{"t_ms": r["interval_start_ms"], "observed": measure(r)} for r in past if r["server"] == server
+                  and r["table"] == table and r["interval_start_ms"] >= since and measure(r) is not None]
         points = []
         for r in rows:
             if r["server"] == server and r["table"] == table and (value := measure(r)) is not None:
