@@ -40,8 +40,11 @@ from cdc_monitor.engine.window import WholeWindow, WindowFrames, evaluate
 from cdc_monitor.vocabulary import HISTORY_CHECKS, SCAN_CHECKS, SEVERITY_RANK
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
+    from cdc_monitor.checks.context import WindowFacts
+    from cdc_monitor.engine.window import WindowOutcome
+    from cdc_monitor.history.record import HistoryOutcome
     from cdc_monitor.sources import SourceResult
 
 
@@ -156,16 +159,15 @@ def _format_description(cfg: ScanConfig) -> dict[str, Any]:
     return out
 
 
-def _history(spark: Any, cfg: ScanConfig, facts: Any, collected: Any) -> Any:
+def _history(spark: SparkSession, cfg: ScanConfig, facts: WindowFacts, collected: WindowOutcome) -> HistoryOutcome:
     """With ``--history``: the window judged against its history and recorded (history/record.py);
     the anomaly findings join the window's (listed, counted per table) before anything reads them."""
-    from cdc_monitor.engine.census import heartbeats as beats
     from cdc_monitor.history.record import HistoryOutcome, record_window
 
     if not cfg.history:
         return HistoryOutcome()
     servers = sorted({r["server"] for r in facts.rows if r["server"] is not None})
-    out = record_window(spark, cfg, facts.window, servers, [h["server"] for h in beats(facts.rows)], collected.parts)
+    out = record_window(spark, cfg, facts.window, servers, [h["server"] for h in heartbeats(facts.rows)], collected.parts)
     counts: dict[tuple, dict[str, Any]] = {}
     for f in out.findings:
         c = counts.setdefault((f["check"], f["rule"], f["severity"], f["server"], f["table"]), {
