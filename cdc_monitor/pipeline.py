@@ -40,11 +40,13 @@ from cdc_monitor.engine.window import WholeWindow, WindowFrames, evaluate
 from cdc_monitor.vocabulary import HISTORY_CHECKS, SCAN_CHECKS, SEVERITY_RANK
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from pyspark.sql import DataFrame, SparkSession
 
     from cdc_monitor.checks.context import WindowFacts
     from cdc_monitor.engine.window import WindowOutcome
-    from cdc_monitor.history.record import HistoryOutcome
+    from cdc_monitor.history.record import HistoryOutcome, Past
     from cdc_monitor.sources import SourceResult
 
 
@@ -159,15 +161,43 @@ def _format_description(cfg: ScanConfig) -> dict[str, Any]:
     return out
 
 
-def _history(spark: SparkSession, cfg: ScanConfig, facts: WindowFacts, collected: WindowOutcome) -> HistoryOutcome:
+def _servers(facts: WindowFacts) -> list[str]:
+    return sorted({r["server"] for r in facts.rows if r["server"] is not None})
+
+
+def _read_history(spark: SparkSession, cfg: ScanConfig, facts: WindowFacts) -> Future[Past] | None:
+    """With ``--history``: the window's past read in a thread while the checks' collect runs (two
+    small jobs, mostly waiting, hidden behind the large one)."""
+    if not cfg.history:
+        return None
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cdc_monitor.history.record import read_past
+
+    sc, group = spark.sparkContext, spark.sparkContext.getLocalProperty("spark.jobGroup.id")
+
+    def read() -> Past:
+        if group is not None:  # counted with the scan's jobs (engine/jobs.py)
+            sc.setJobGroup(group, "cdc-monitor scan: history", interruptOnCancel=False)
+        return read_past(spark, cfg, facts.window, _servers(facts))
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="cdc-history")
+    try:
+        return pool.submit(read)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _history(spark: SparkSession, cfg: ScanConfig, facts: WindowFacts, collected: WindowOutcome,
+             past: Future[Past] | None = None) -> HistoryOutcome:
     """With ``--history``: the window judged against its history and recorded (history/record.py);
     the anomaly findings join the window's (listed, counted per table) before anything reads them."""
     from cdc_monitor.history.record import HistoryOutcome, record_window
 
     if not cfg.history:
         return HistoryOutcome()
-    servers = sorted({r["server"] for r in facts.rows if r["server"] is not None})
-    out = record_window(spark, cfg, facts.window, servers, [h["server"] for h in heartbeats(facts.rows)], collected.parts)
+    out = record_window(spark, cfg, facts.window, _servers(facts), [h["server"] for h in heartbeats(facts.rows)],
+                        collected.parts, past.result() if past is not None else None)
     counts: dict[tuple, dict[str, Any]] = {}
     for f in out.findings:
         c = counts.setdefault((f["check"], f["rule"], f["severity"], f["server"], f["table"]), {
@@ -230,9 +260,10 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     frames = WindowFrames(events, driver_findings, other_findings)
     step = step_ms(window["start_ms"], window["end_ms"])
     scope = WholeWindow(cfg.max_findings, step, cfg.history_interval_ms if cfg.history else None)
+    past = _read_history(source.records.sparkSession, cfg, facts)
     collected = evaluate(frames, CheckContext(facts, cfg, cache), scope, planned=lambda: lap("checks_plan_and_aggregates"))
     lap("findings", f" ({sum(int(c['count']) for c in collected.counts)} found)")
-    history = _history(source.records.sparkSession, cfg, facts, collected)
+    history = _history(source.records.sparkSession, cfg, facts, collected, past)
     if cfg.history:
         lap("history", f" ({len(history.findings)} anomalies)")
     counts: dict[str, dict[str, int]] = {}

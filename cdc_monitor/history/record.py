@@ -26,8 +26,30 @@ class HistoryOutcome:
     report: dict[str, Any] = field(default_factory=dict)  # the report's ``history`` section
 
 
+@dataclass
+class Past:
+    """What the history holds for a window: its committed batches and the rows its baselines read."""
+
+    batches: dict[str, dict[str, Any]]
+    rows: list[dict[str, Any]]
+
+
+def read_past(spark: SparkSession, cfg: ScanConfig, window: dict[str, Any], servers: list[str]) -> Past:
+    """Two small jobs, which need only the window's bounds: a scan runs them beside its checks."""
+    assert cfg.history is not None
+    start, end, step = window.get("start_ms"), window.get("end_ms"), cfg.history_interval_ms
+    if start is None or end is None or not servers:
+        return Past({}, [])
+    batches = committed(spark, cfg.history)
+    starts = [t for t, _ in intervals(start, end, step)]
+    baseline = BaselineSettings.of(cfg).intervals
+    return Past(batches, read_history(spark, cfg.history, batches, servers, starts[0], step, baseline, hours_of(starts)))
+
+
 def record_window(spark: SparkSession, cfg: ScanConfig, window: dict[str, Any], servers: list[str],
-                  heartbeat_servers: list[str], parts: dict[str, list[dict[str, Any]]]) -> HistoryOutcome:
+                  heartbeat_servers: list[str], parts: dict[str, list[dict[str, Any]]],
+                  read: Past | None = None) -> HistoryOutcome:
+    """``read``: ``read_past``'s result when the caller ran it already."""
     assert cfg.history is not None
     start, end, step = window.get("start_ms"), window.get("end_ms"), cfg.history_interval_ms
     report: dict[str, Any] = {"location": cfg.history, "interval_ms": step}
@@ -35,10 +57,9 @@ def record_window(spark: SparkSession, cfg: ScanConfig, window: dict[str, Any], 
         return HistoryOutcome(report=report | {"recorded": False, "reason": "the window holds no timed records"})
     settings = BaselineSettings.of(cfg)
     wid = window_id(servers, start, end, step)
-    batches = committed(spark, cfg.history)
-    starts = [t for t, _ in intervals(start, end, step)]
-    first = starts[0]  # the history before the window's first interval is its past
-    past = read_history(spark, cfg.history, batches, servers, first, step, settings.intervals, hours_of(starts))
+    read = read if read is not None else read_past(spark, cfg, window, servers)
+    batches, past = read.batches, read.rows
+    first = intervals(start, end, step)[0][0]  # the history before the window's first interval is its past
     index = HistoryIndex(step, settings, lookback_ms(step, settings.intervals))
     for r in past:
         index.add(r)
