@@ -58,6 +58,15 @@ class ScanConfig:
     avro_json: bool = False  # capture values/keys are Avro-JSON text (kcat -s avro, kafka-avro-console-consumer)
     # the [openlineage] table as read (cdc_monitor/lineage/settings.py settles it with the flags)
     openlineage: dict[str, Any] = field(default_factory=dict)
+    # the [history] table (docs/history.md): where per-table measurements are kept (a Spark path;
+    # None: no history, no anomaly rules), their interval of record time, and the anomaly rules'
+    # baseline (checks/anomalies.py; defaults chosen by benchmarks/anomalies.py)
+    history: str | None = None
+    history_interval_ms: int = 300_000
+    anomaly_sensitivity: float = 6.0  # the band is the baseline's median +- this many (scaled) MADs
+    anomaly_baseline_intervals: int = 24  # N: the last N intervals the baseline reads
+    anomaly_min_intervals: int = 8  # fewer in the history: no verdict
+    anomaly_floor: float = 0.1  # the MAD's floor, as a fraction of the median (flat history is not noise-free)
 
     @property
     def roles(self) -> TopicRoles:
@@ -85,7 +94,7 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
             out["transaction_topic_regex"] = exact_topic_regex(str(value))
         elif name in {f.name for f in fields(ScanConfig)}:
             out[name] = value
-        elif name not in ("tables", "spark", "kafka", "schema_registry", "openlineage"):
+        elif name not in ("tables", "spark", "kafka", "schema_registry", "openlineage", "history"):
             raise UsageError(f"{origin}: unknown setting {key!r}; see docs/configuration.md")
     tables = data.get("tables", {})
     thresholds = {t: parse_duration_ms(v.get("lag_threshold"), f"{origin}: tables.{t}.lag_threshold")
@@ -108,6 +117,40 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
             raise UsageError(f"{origin}: unknown [openlineage] setting(s) {', '.join(sorted(unknown))}; "
                              f"known: {', '.join(OPENLINEAGE_SETTINGS)}")
         out["openlineage"] = dict(data["openlineage"])
+    if isinstance(data.get("history"), dict):
+        out |= history_settings(data["history"], origin)
+    return out
+
+
+# the [history] table's settings -> ScanConfig fields
+HISTORY_SETTINGS = {"location": "history", "interval": "history_interval_ms", "sensitivity": "anomaly_sensitivity",
+                    "baseline_intervals": "anomaly_baseline_intervals", "min_intervals": "anomaly_min_intervals",
+                    "floor": "anomaly_floor"}
+
+
+def history_settings(table: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The [history] table as ScanConfig fields, each checked (a bad value: exit 2 before Spark)."""
+    unknown = set(table) - set(HISTORY_SETTINGS)
+    if unknown:
+        raise UsageError(f"{origin}: unknown [history] setting(s) {', '.join(sorted(unknown))}; "
+                         f"known: {', '.join(HISTORY_SETTINGS)}")
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        name = HISTORY_SETTINGS[key]
+        if key == "location":
+            out[name] = str(value)
+        elif key == "interval":
+            out[name] = parse_duration_ms(value, f"{origin}: history.interval")
+            if out[name] < 1000 or 86_400_000 % out[name]:
+                raise UsageError(f"{origin}: history.interval must divide a day and be at least 1s (e.g. 5m)")
+        elif key in ("baseline_intervals", "min_intervals"):
+            if not isinstance(value, int) or value < 1:
+                raise UsageError(f"{origin}: history.{key} must be a whole number of intervals, at least 1")
+            out[name] = value
+        else:
+            if not isinstance(value, int | float) or value <= 0:
+                raise UsageError(f"{origin}: history.{key} must be a positive number")
+            out[name] = float(value)
     return out
 
 
@@ -131,6 +174,8 @@ def load_config(path: str | None, env: dict[str, str] | None = None) -> ScanConf
         picked["stall_threshold_ms"] = parse_duration_ms(env_map["stall_threshold"], "CDC_MONITOR_STALL_THRESHOLD")
     if "fail_on" in env_map:
         picked["fail_on"] = env_map["fail_on"]
+    if "history" in env_map:
+        picked["history"] = env_map["history"]
     if "transaction_topic" in env_map:
         picked["transaction_topic_regex"] = exact_topic_regex(env_map["transaction_topic"])
     # CDC_MONITOR_KAFKA_SASL_PASSWORD=... -> sasl.password: secrets stay off the command line

@@ -38,11 +38,16 @@ from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.engine.jobs import JobCounter
 from cdc_monitor.engine.series import step_ms
 from cdc_monitor.engine.window import WholeWindow, WindowFrames, evaluate
-from cdc_monitor.vocabulary import SCAN_CHECKS, SEVERITY_RANK
+from cdc_monitor.vocabulary import HISTORY_CHECKS, SCAN_CHECKS, SEVERITY_RANK
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from concurrent.futures import Future
 
+    from pyspark.sql import DataFrame, SparkSession
+
+    from cdc_monitor.checks.context import WindowFacts
+    from cdc_monitor.engine.window import WindowOutcome
+    from cdc_monitor.history.record import HistoryOutcome, Past
     from cdc_monitor.sources import SourceResult
 
 
@@ -77,6 +82,7 @@ class ScanResult:
     snapshots: list[dict[str, Any]] = field(default_factory=list)  # per server and table: rows, markers seen
     inputs: dict[str, Any] = field(default_factory=dict)  # what was read (files, or brokers and topics)
     series: dict[str, Any] = field(default_factory=dict)  # step_ms, lag and findings per interval (engine/series.py)
+    history: dict[str, Any] = field(default_factory=dict)  # with --history: what was recorded and judged (history/record.py)
     # with run_scan(keep_events=True): the cached events frame, alive until release() is called
     events_frame: DataFrame | None = field(default=None, repr=False)
     release: Callable[[], None] = field(default=lambda: None, repr=False)
@@ -107,6 +113,7 @@ class ScanResult:
             "snapshots": self.snapshots,
             "findings": self.findings,
             "series": self.series,
+            **({"history": self.history} if self.history else {}),
             "timings_seconds": self.timings,
         }
 
@@ -122,8 +129,8 @@ def lag_json(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def findings_by_check(counts: dict[str, dict[str, int]]) -> dict[str, int]:
-    out = dict.fromkeys(SCAN_CHECKS, 0)
+def findings_by_check(counts: dict[str, dict[str, int]], checks: tuple[str, ...] = SCAN_CHECKS) -> dict[str, int]:
+    out = dict.fromkeys(checks, 0)
     for by_rule in counts.values():
         for rule, n in by_rule.items():
             out[CATALOGUE[rule].check] += n
@@ -152,6 +159,57 @@ def _format_description(cfg: ScanConfig) -> dict[str, Any]:
         out["schema_registry"] = cfg.schema_registry["url"]  # never its credentials
     if cfg.avro_json:
         out["avro_json"] = True
+    return out
+
+
+def _servers(facts: WindowFacts) -> list[str]:
+    return sorted({r["server"] for r in facts.rows if r["server"] is not None})
+
+
+def _read_history(spark: SparkSession, cfg: ScanConfig, facts: WindowFacts) -> Future[Past] | None:
+    """With ``--history``: the window's past read in a thread while the checks' collect runs (two
+    small jobs, mostly waiting, hidden behind the large one)."""
+    if not cfg.history:
+        return None
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cdc_monitor.history.record import read_past
+
+    sc, group = spark.sparkContext, spark.sparkContext.getLocalProperty("spark.jobGroup.id")
+
+    def read() -> Past:
+        if group is not None:  # counted with the scan's jobs (engine/jobs.py)
+            sc.setJobGroup(group, "cdc-monitor scan: history", interruptOnCancel=False)
+        return read_past(spark, cfg, facts.window, _servers(facts))
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="cdc-history")
+    try:
+        return pool.submit(read)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _history(spark: SparkSession, cfg: ScanConfig, facts: WindowFacts, collected: WindowOutcome,
+             past: Future[Past] | None = None) -> HistoryOutcome:
+    """With ``--history``: the window judged against its history and recorded (history/record.py);
+    the anomaly findings join the window's (listed, counted per table) before anything reads them."""
+    from cdc_monitor.history.record import HistoryOutcome, record_window
+
+    if not cfg.history:
+        return HistoryOutcome()
+    out = record_window(spark, cfg, facts.window, _servers(facts), [h["server"] for h in heartbeats(facts.rows)],
+                        collected.parts, past.result() if past is not None else None)
+    counts: dict[tuple, dict[str, Any]] = {}
+    for f in out.findings:
+        c = counts.setdefault((f["check"], f["rule"], f["severity"], f["server"], f["table"]), {
+            "check": f["check"], "rule": f["rule"], "severity": f["severity"], "server": f["server"],
+            "table": f["table"], "count": 0, "topics": sorted({f["topic"]} - {None})})
+        c["count"] += 1
+    collected.counts = sorted([*collected.counts, *counts.values()],
+                              key=lambda c: nulls_first(*(c[k] for k in ("check", "rule", "severity", "server", "table"))))
+    order = ("check", "rule", "topic", "partition", "offset", "txn_id")
+    collected.findings = sorted([*collected.findings, *out.findings],
+                                key=lambda f: nulls_first(*(f[k] for k in order)))[:cfg.max_findings]
     return out
 
 
@@ -202,15 +260,19 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     lap("window", f" ({len(window['partitions'])} partitions)")
     frames = WindowFrames(events, driver_findings, other_findings)
     step = step_ms(window["start_ms"], window["end_ms"])
-    collected = evaluate(frames, CheckContext(facts, cfg, cache), WholeWindow(cfg.max_findings, step),
-                         planned=lambda: lap("checks_plan_and_aggregates"))
+    scope = WholeWindow(cfg.max_findings, step, cfg.history_interval_ms if cfg.history else None)
+    past = _read_history(source.records.sparkSession, cfg, facts)
+    collected = evaluate(frames, CheckContext(facts, cfg, cache), scope, planned=lambda: lap("checks_plan_and_aggregates"))
+    lap("findings", f" ({sum(int(c['count']) for c in collected.counts)} found)")
+    history = _history(source.records.sparkSession, cfg, facts, collected, past)
+    if cfg.history:
+        lap("history", f" ({len(history.findings)} anomalies)")
     counts: dict[str, dict[str, int]] = {}
     for c in collected.counts:
         per = counts.setdefault(c["severity"], {})
         per[c["rule"]] = per.get(c["rule"], 0) + int(c["count"])
-    lap("findings", f" ({sum(int(c['count']) for c in collected.counts)} found)")
     summary: dict[str, Any] = summary_counts(facts.rows, rejects_count)
-    summary["findings_by_check"] = findings_by_check(counts)
+    summary["findings_by_check"] = findings_by_check(counts, SCAN_CHECKS + (HISTORY_CHECKS if cfg.history else ()))
     summary["findings_by_severity"] = {s: sum(v.values()) for s, v in counts.items()}
     by_rule = {rule: n for per in counts.values() for rule, n in per.items()}
     transactions = transaction_summary(collected.parts.get("transactions", []), by_rule)
@@ -232,6 +294,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
         topic_counts=topic_counts(facts.rows),
         timings=timings,
         inputs=dict(source.description) | _format_description(cfg),
+        history=history.report,
         series={"step_ms": step, "lag_threshold_ms": cfg.lag_threshold_ms,
                 "table_lag_threshold_ms": dict(cfg.table_lag_threshold_ms),
                 "lag": sorted(collected.parts["lag_series"], key=lambda r: nulls_first(r["server"], r["table"], r["t_ms"])),

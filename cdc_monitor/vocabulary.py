@@ -12,7 +12,8 @@ from enum import StrEnum
 
 SCAN_CHECKS = ("decode", "lag", "transactions", "schema", "ordering")  # what a record window shows
 STREAM_CHECKS = ("source",)  # what a stream's reader saw the broker do (watch only)
-CHECKS = (*SCAN_CHECKS, *STREAM_CHECKS)
+HISTORY_CHECKS = ("anomaly",)  # a table against its own history (scan and gate with --history: docs/history.md)
+CHECKS = (*SCAN_CHECKS, *STREAM_CHECKS, *HISTORY_CHECKS)
 
 
 class Severity(StrEnum):

@@ -1,5 +1,5 @@
 """What ``cdc-monitor warm-up`` runs under ``spark-submit`` (cdc_monitor/runtime/jvm.py): a scan of a small
-generated faulty capture, so the driver JVM loads the classes a scan loads, then writes them to
+generated faulty capture (and twice with ``--history``), so the driver JVM loads the classes a scan loads, then writes them to
 its class archive when it exits. Usage: spark-submit ... warm_scan.py FOLDER"""
 
 from __future__ import annotations
@@ -20,6 +20,10 @@ def main(folder: str) -> None:
     write_capture(generate("postgresql", events=120, seed=3, faults=True), path)
     spark = get_spark(small_input=True)
     run_scan(read_capture(spark, [str(path)]), ScanConfig())
+    # --history: the first scan writes a batch (Parquet and JSON writers), the second reads it
+    history = ScanConfig(history=str(Path(folder) / "history"))
+    for _ in range(2):
+        run_scan(read_capture(spark, [str(path)]), history)
     spark.stop()
 
 

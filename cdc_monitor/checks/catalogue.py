@@ -6,6 +6,7 @@ check module (its declaration beside its logic) and nowhere else."""
 from __future__ import annotations
 
 from cdc_monitor.checks import (
+    anomalies,
     decode,
     lag,
     ordering,
@@ -21,7 +22,7 @@ from cdc_monitor.checks import (
 from cdc_monitor.vocabulary import Rule
 
 MODULES = (decode, registry_schemas, lag, stalls, transactions, schema, source_block, schema_changes, ordering, snapshots,
-           source_gaps)
+           source_gaps, anomalies)
 CATALOGUE: dict[str, Rule] = {r.name: r for m in MODULES for r in m.RULES}
 ONCE_PER_TOPIC = schema.ONCE_PER_TOPIC
 

@@ -65,12 +65,15 @@ def cli() -> None:
 @click.option("--job", default="cdc-monitor", show_default=True, help="The job label of pushed/written metrics.")
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
 @click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)
+@click.option("--history", "history", metavar="LOCATION",
+              help="Record per-table measurements in this Parquet dataset (a Spark path) and judge the window "
+                   "against it: volume_anomaly, lag_anomaly, table_silent (docs/history.md).")
 @lineage_flags
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str | None,
          lag_threshold: str | None, output_mode: str, report_file: str | None, fail_on: str | None,
          max_findings: int | None, push_gateway: str | None, textfile: str | None, job: str,
-         spark_master: str | None, allow_empty: bool, quiet: bool, **kafka: Any) -> None:
+         spark_master: str | None, allow_empty: bool, quiet: bool, history: str | None, **kafka: Any) -> None:
     """Scan one bounded window of CDC records (kcat -J captures, or Kafka topics) and report."""
     from cdc_monitor.cli.output import Output, prepare_textfile
     from cdc_monitor.verbs import scan as verb
@@ -78,7 +81,7 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
     out = Output(output_mode, report_file, quiet)
     prepare_textfile(textfile)
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, fail_on=fail_on,
-                      max_findings=max_findings, spark_master=spark_master)
+                      max_findings=max_findings, spark_master=spark_master, history=history)
     cfg = apply_format_flags(kafka, cfg)
     lineage = open_lineage(kafka, cfg, config_file, "scan")
     settings = verb.Settings(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf), cfg, allow_empty)
@@ -111,11 +114,15 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
 @click.option("--report-file", type=click.Path(), help="Write the gate report here instead of stdout.")
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
 @click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)
+@click.option("--history", "history", metavar="LOCATION",
+              help="Record per-table measurements in this Parquet dataset (a Spark path) and judge the window "
+                   "against it: volume_anomaly, lag_anomaly, table_silent (docs/history.md).")
 @lineage_flags
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None, data_docs: str | None,
          config_file: str | None, transaction_topic: str | None, lag_threshold: str | None, output_mode: str,
-         report_file: str | None, spark_master: str | None, allow_empty: bool, quiet: bool, **kafka: Any) -> None:
+         report_file: str | None, spark_master: str | None, allow_empty: bool, quiet: bool, history: str | None,
+         **kafka: Any) -> None:
     """CI data-quality gate: scan, then run Great Expectations suites over the results. Exit 0 pass, 1 fail."""
     from cdc_monitor.cli.output import Output, prepare_output_path
     from cdc_monitor.gate.suites import load_suites
@@ -125,7 +132,8 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
     out = Output(output_mode, report_file, quiet)
     prepare_output_path(junit, "--junit")
     suites = tuple(load_suites(suite_files))
-    cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
+    cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master,
+                      history=history)
     cfg = apply_format_flags(kafka, cfg)
     lineage = open_lineage(kafka, cfg, config_file, "gate")
     scanning = scan.Settings(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf), cfg, allow_empty)

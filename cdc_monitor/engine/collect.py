@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import FINDING_COLUMNS
 from cdc_monitor.engine.census import nulls_first
-from cdc_monitor.engine.series import SERIES_COLUMNS, SERIES_PART, SET, FindingsSeries
+from cdc_monitor.engine.series import SET, FindingsSeries
 from cdc_monitor.engine.union import union_all
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def tag_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame],
                           for name, frame in parts.items()]])
     columns = {name: frame.columns for name, frame in parts.items()}
     if series is not None:
-        columns[SERIES_PART] = list(SERIES_COLUMNS)
+        columns |= series.parts
     return tagged, columns
 
 

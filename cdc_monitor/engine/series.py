@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.lag import change_events, with_lag
+from cdc_monitor.history.measure import FINDINGS_COLUMNS, FINDINGS_PART
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -50,21 +51,38 @@ class FindingsSeries:
     """Per (rule, severity, interval of the record time of the finding's record): findings.
     Findings that name no record (per table or per capture line) are not in it. Computed in the
     one collect's findings aggregate (engine/collect.py): each finding row is expanded into the
-    two groupings (the counts' ``group``; this series), so the checks' findings are evaluated once."""
+    groupings (the counts' ``group``; this series), so the checks' findings are evaluated once.
+    With ``history_step`` (scan with ``--history``), a third grouping: per (rule, server, table,
+    interval of ``history_step``), the part ``FINDINGS_PART`` (history/measure.py)."""
 
     events: DataFrame
     step: int
+    history_step: int | None = None
+
+    @property
+    def parts(self) -> dict[str, list[str]]:
+        """The parts this series adds to the collect, with their columns."""
+        out = {SERIES_PART: list(SERIES_COLUMNS)}
+        if self.history_step is not None:
+            out[FINDINGS_PART] = list(FINDINGS_COLUMNS)
+        return out
 
     def expand(self, ranked: DataFrame, group: list[str]) -> tuple[DataFrame, list[Column], Column]:
         """``ranked`` findings (with ``rn``), each once per grouping (the series only where its
         record's time is known); the grouping keys (the findings' counts per ``group``, then the
         series'); the part each group reports to."""
         times = self.events.select(*LOCATION, F.col("record_ts_ms").alias(_TS))
-        counts = F.col(SET) == 0
+        counts, per_table = F.col(SET) == 0, F.col(SET) == 2
+        sets = [F.lit(0), F.lit(1), *([F.lit(2)] if self.history_step is not None else [])]
         both = (ranked.join(times, LOCATION, "left")
-                .withColumn(SET, F.explode(F.array(F.lit(0), F.lit(1))))
+                .withColumn(SET, F.explode(F.array(*sets)))
                 .where(counts | F.col(_TS).isNotNull())
                 .withColumn("rn", F.when(counts, F.col("rn"))))  # the series lists no findings
-        keys = [F.col(SET), *[F.col(c) if c in ("rule", "severity") else F.when(counts, F.col(c)).alias(c) for c in group],
-                F.when(~counts, _bucket(F.col(_TS), self.step)).alias("t_ms")]
-        return both, keys, F.when(counts, F.lit("findings")).otherwise(F.lit(SERIES_PART))
+        kept = {"rule": F.lit(True), "severity": ~per_table, "server": counts | per_table, "table": counts | per_table}
+        keys = [F.col(SET), *[F.when(kept.get(c, counts), F.col(c)).alias(c) for c in group]]
+        t_ms = F.when(F.col(SET) == 1, _bucket(F.col(_TS), self.step))
+        part = F.when(counts, F.lit("findings")).otherwise(F.lit(SERIES_PART))
+        if self.history_step is not None:
+            t_ms = t_ms.when(per_table, _bucket(F.col(_TS), self.history_step))
+            part = F.when(counts, F.lit("findings")).when(per_table, F.lit(FINDINGS_PART)).otherwise(F.lit(SERIES_PART))
+        return both, [*keys, t_ms.alias("t_ms")], part

@@ -29,6 +29,7 @@ from cdc_monitor.decoding.events import txn_key
 from cdc_monitor.engine.collect import collect_all
 from cdc_monitor.engine.series import LOCATION, FindingsSeries, lag_series
 from cdc_monitor.engine.union import narrow_union, union_all
+from cdc_monitor.history.measure import MEASURE_PART, measure_frame
 from cdc_monitor.vocabulary import FINAL_TX_STATUSES, TxStatus
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class WholeWindow:
 
     limit: int
     step_ms: int  # the series' interval
+    history_step_ms: int | None = None  # with a history: its interval (the measurements are a part too)
 
     def fresh(self, events: DataFrame) -> DataFrame | None:
         return None
@@ -102,10 +104,12 @@ class WholeWindow:
             parts["snapshots"] = snapshot_progress(events)
         if any(r["kind"] == "schema_change" for r in rows):
             parts["ddl"] = ddl_counts(events)
+        if self.history_step_ms is not None:
+            parts[MEASURE_PART] = measure_frame(events, self.history_step_ms)
         return parts
 
     def series(self, events: DataFrame) -> FindingsSeries | None:
-        return FindingsSeries(events, self.step_ms)
+        return FindingsSeries(events, self.step_ms, self.history_step_ms)
 
 
 @dataclass

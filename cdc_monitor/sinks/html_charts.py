@@ -4,7 +4,8 @@ data are inlined, so the page works offline and as a CI artifact.
 
 Four pictures: the lag distribution per table (cumulative share of events at or under each
 histogram bound, log scale), the largest lag per interval of record time per table against the
-threshold, findings per rule per interval (stacked), and transactions by status.
+threshold, findings per rule per interval (stacked), and transactions by status; with
+``--history``, one more per anomalous table and metric: its series against its baseline band.
 """
 
 from __future__ import annotations
@@ -133,9 +134,39 @@ CHARTS = (("lag-distribution", "Lag distribution per table", lag_distribution),
           ("transactions-by-status", "Transactions by status", transactions_by_status))
 
 
+def anomaly_chart(s: dict[str, Any], step_ms: int) -> dict[str, Any]:
+    """One anomalous table's metric (``--history``: history/record.py's ``series``): its recent
+    history, the window's intervals, and the baseline band of each (shaded between its bounds)."""
+    window = s["window"]
+    banded = [p for p in window if "band" in p]
+    datasets: list[dict[str, Any]] = [
+        {"label": "band: lower", "data": [{"x": p["t_ms"], "y": p["band"][0]} for p in banded], "borderColor": "#9ab",
+         "borderDash": [4, 3], "pointRadius": 0},
+        {"label": "band: upper", "data": [{"x": p["t_ms"], "y": p["band"][1]} for p in banded], "borderColor": "#9ab",
+         "borderDash": [4, 3], "pointRadius": 0, "fill": "-1", "backgroundColor": "rgba(120,150,190,0.18)"},
+        {"label": "baseline (median)", "data": [{"x": p["t_ms"], "y": p["baseline"]} for p in banded],
+         "borderColor": "#567", "pointRadius": 0},
+        {"label": "history", "data": [{"x": p["t_ms"], "y": p["observed"]} for p in s["past"]], "borderColor": "#7f7f7f",
+         "backgroundColor": "#7f7f7f", "pointRadius": 1},
+        {"label": "this window", "data": [{"x": p["t_ms"], "y": p["observed"]} for p in window], "borderColor": "#b00020",
+         "backgroundColor": "#b00020", "pointRadius": 4}]
+    unit = "change events per interval" if s["metric"] == "events" else "lag p99 (ms)"
+    return {"type": "line", "data": {"datasets": datasets}, "options": {
+        "parsing": False, "plugins": {"filler": {"propagate": False}}, "scales": {
+            "x": {"type": "linear", "ticks": {"callback": "clock"},
+                  "title": {"display": True, "text": f"record time (UTC), per {step_ms // 60_000} min"}},
+            "y": {"min": 0, "title": {"display": True, "text": unit}}}}}
+
+
+def anomaly_charts(result: ScanResult) -> list[tuple[str, str, dict[str, Any]]]:
+    h = result.history or {}
+    return [(f"anomaly-{i}", f"{_table_name(s)}: {s['metric']} against its baseline band", anomaly_chart(s, h["interval_ms"]))
+            for i, s in enumerate(h.get("series") or [])]
+
+
 def chart_configs(result: ScanResult) -> list[tuple[str, str, dict[str, Any]]]:
     """(element id, title, Chart.js configuration) of every picture this result has data for."""
-    return [(cid, title, cfg) for cid, title, build in CHARTS if (cfg := build(result)) is not None]
+    return [(cid, title, cfg) for cid, title, build in CHARTS if (cfg := build(result)) is not None] + anomaly_charts(result)
 
 
 def data_script(configs: list[tuple[str, str, dict[str, Any]]]) -> str:

@@ -8,6 +8,7 @@ the rule's meaning, errors first; samples name the key's payload, never its sche
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
 from html import escape
@@ -94,7 +95,8 @@ def _header(result: ScanResult, total: int, verdict: str) -> str:
             + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in meta) + "</dl>"
             "<nav><ul><li><a href='#summary'>Summary</a></li><li><a href='#pictures'>Pictures</a></li>"
             "<li><a href='#lag'>Lag</a></li><li><a href='#transactions'>Transactions</a></li>"
-            "<li><a href='#events'>Events</a></li><li><a href='#findings'>Findings</a></li></ul></nav></header>")
+            "<li><a href='#events'>Events</a></li>" + ("<li><a href='#history'>History</a></li>" if result.history else "")
+            + "<li><a href='#findings'>Findings</a></li></ul></nav></header>")
 
 
 def _summary(result: ScanResult) -> str:
@@ -141,6 +143,28 @@ def _tables(result: ScanResult) -> str:
     return "".join(out) + "</section>"
 
 
+def _history(result: ScanResult) -> str:
+    """With --history: what was recorded, what had no verdict, each anomaly against its band."""
+    h = result.history
+    if not h:
+        return ""
+    out = ["<section id=history><h2>History</h2>"]
+    if not h.get("recorded"):
+        return "".join([*out, f"<p>{escape(h['location'])}: nothing recorded ({escape(h.get('reason', ''))}).</p></section>"])
+    done = f"already recorded (batch {h['batch']})" if h["already_recorded"] else f"{h['rows_written']} rows recorded"
+    out.append(f"<p>{escape(h['location'])}: {escape(done)}; {h['judged']} table-interval metric(s) judged against "
+               f"{h['history_rows_read']} past row(s). Baseline: {escape(json.dumps(h['baseline']))}.</p>")
+    if h["no_verdict"]:
+        out.append(_table(["server", "table", "intervals without a verdict", "why"],
+                          [[n["server"], n["table"], n["intervals"], n["reason"]] for n in h["no_verdict"]], {2}))
+    anomalies = [f for f in result.findings if f.get("interval_start_ms") is not None]
+    if anomalies:
+        out.append(_table(["rule", "server", "table", "interval", "metric", "observed", "baseline", "band"], [
+            [f["rule"], f["server"], f["table"], _clock(f["interval_start_ms"]), f["metric"], f["observed"], f["baseline"],
+             f"{f['band'][0]:g} .. {f['band'][1]:g}"] for f in anomalies], {5, 6}))
+    return "".join(out) + "</section>"
+
+
 def _findings(result: ScanResult) -> str:
     if not result.findings_by_rule:
         return "<section id=findings><h2>Findings</h2><p class=ok>No findings.</p></section>"
@@ -175,6 +199,7 @@ def render_html(result: ScanResult) -> str:
         "<!doctype html><html lang=en><head><meta charset=utf-8>",
         "<meta name=viewport content='width=device-width,initial-scale=1'>",
         f"<title>cdc-monitor report: {title}</title><style>{_STYLE}</style></head><body>",
-        _header(result, total, verdict), "<main>", _summary(result), _pictures(configs), _tables(result), _findings(result),
+        _header(result, total, verdict), "<main>", _summary(result), _pictures(configs), _tables(result), _history(result),
+        _findings(result),
         "</main>", data_script(configs), f"<script>{chart_js()}</script><script>{PAGE_SCRIPT}</script></body></html>\n",
     ])

@@ -37,11 +37,42 @@ def short_id(txn_id: str, keep: int = 18) -> str:
 
 
 def _location(f: dict) -> str:
+    if f.get("interval_start_ms") is not None:  # an anomaly: its table and interval (checks/anomalies.py)
+        return f"{f['table']} {_utc(f['interval_start_ms'])}"
     parts = [f"{f['topic']}[{f['partition']}]@{f['offset']}" if f.get("topic") and f.get("offset") is not None
              else f"{f['topic']}[{f['partition']}]" if f.get("topic") else None]
     if f.get("txn_id"):
         parts.append(f"txn {short_id(f['txn_id'])}")
     return " ".join(p for p in parts if p) or (f.get("message") or "")[:60]
+
+
+def _utc(ms: int) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ms // 1000))
+
+
+def _history(result: ScanResult, console: Console) -> None:
+    """With --history: what was recorded, what could not be judged, each anomaly against its band."""
+    h = result.history
+    if not h.get("recorded"):
+        console.print(f"History {h['location']}: nothing recorded ({h.get('reason', '')})")
+        return
+    done = "already recorded (batch " + h["batch"] + ")" if h["already_recorded"] else f"{h['rows_written']} rows recorded"
+    console.print(f"History {h['location']}: {done}; {h['judged']} table-interval metric(s) judged against "
+                  f"{h['history_rows_read']} past row(s)")
+    for n in h["no_verdict"]:
+        console.print(f"  no verdict for {n['server']} {n['table']} ({n['intervals']} interval(s)): {n['reason']}")
+    anomalies = [f for f in result.findings if f.get("interval_start_ms") is not None]
+    if anomalies:
+        t = Table(title="Anomalies (each table against its own history)", title_justify="left")
+        for col in ("rule", "server", "table", "interval (UTC)", "metric", "observed", "baseline", "band"):
+            t.add_column(col, justify="right" if col in ("observed", "baseline") else "left")
+        for f in anomalies:
+            lo, hi = f["band"]
+            t.add_row(f["rule"], _cell(f["server"]), _cell(f["table"]), _utc(f["interval_start_ms"]), f["metric"],
+                      f"{f['observed']:g}", f"{f['baseline']:g}", f"{lo:g} .. {hi:g}")
+        console.print(t)
 
 
 def text_width(out: IO[str]) -> int:
@@ -96,6 +127,8 @@ def render_text(result: ScanResult, out: IO[str], width: int | None = None, colo
     if result.transactions:
         tx = result.transactions
         console.print("Transactions: " + ", ".join(f"{k} {v}" for k, v in tx.items() if isinstance(v, int)))
+    if result.history:
+        _history(result, console)
     by_check = s.get("findings_by_check", {})
     console.print("Findings by check: " + ", ".join(f"{k} {v}" for k, v in by_check.items()))
     samples: dict[str, list[dict]] = defaultdict(list)

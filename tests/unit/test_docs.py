@@ -7,7 +7,7 @@ import re
 from dataclasses import fields
 from pathlib import Path
 
-from cdc_monitor.config import ScanConfig
+from cdc_monitor.config import HISTORY_SETTINGS, ScanConfig
 from cdc_monitor.engine.census import KINDS
 from cdc_monitor.pipeline import ScanResult
 
@@ -45,9 +45,12 @@ def test_every_setting_and_environment_variable_is_documented():
     page = (DOCS / "configuration.md").read_text()
     internal = {"transaction_topic_regex", "table_lag_threshold_ms", "spark_conf", "kafka_conf", "lag_threshold_ms",
                 "stall_threshold_ms"}  # (documented as lag_threshold and stall_threshold: durations)
+    internal |= set(HISTORY_SETTINGS.values()) - {"history"}  # (documented by their [history] keys, below)
     settings = [f.name for f in fields(ScanConfig) if f.name not in internal]
     missing = [s for s in settings if f"{s} =" not in page and f"[{s}]" not in page]
     assert not missing, missing
+    history = page[page.index("[history]"):]
+    assert not [k for k in HISTORY_SETTINGS if f"\n{k} =" not in history], "a [history] setting is not documented"
     code = "\n".join(p.read_text() for p in (ROOT / "cdc_monitor").rglob("*.py"))
     variables = set(re.findall(r"CDC_MONITOR_[A-Z_]*[A-Z]", code)) - {"CDC_MONITOR_JVM_LOG"}  # set for the driver's own use
     undocumented = [v for v in sorted(variables) if v not in page and not v.startswith("CDC_MONITOR_KAFKA_")]
