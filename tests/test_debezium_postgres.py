@@ -127,6 +127,45 @@ def test_watch_over_the_same_stream_finds_what_scan_finds(spark, debezium_world,
     for key, n in state.totals["events"].items():
         events[(key.split("|")[1], key.split("|")[2])] += n  # server|table|op
     assert +events == _by_table_op(crashed)
+    # the same counts as watch's exporter serves them on /metrics (the watch verb's snapshot of its state)
+    served = _served_counters(state)
+    assert served["cdc_events_total"] == {(SERVER, table, op): n for (table, op), n in _by_table_op(crashed).items()}
+    assert served["cdc_findings_total"] == {(SERVER, table, "ordering", REPLAYED_AFTER_RESTART.name, Severity.INFO.value): n
+                                            for (table, _), n in _replays_by_table(crashed).items()}
+    assert served["cdc_records_total"] == {("watch",): state.totals["records"][""]}
+
+
+def _replays_by_table(result) -> Counter[tuple[str, str]]:
+    """The scan's replayed_after_restart findings per (table, rule)."""
+    return Counter((f["table"], f["rule"]) for f in result.findings if f["rule"] == REPLAYED_AFTER_RESTART.name)
+
+
+def _served_counters(state) -> dict[str, dict[tuple[str, ...], float]]:
+    """cdc_records/events/findings_total per label set, read over HTTP from watch's exporter (MetricsServer)
+    serving the snapshot the watch verb makes of ``state``."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from cdc_monitor.sinks.prometheus import MetricsServer, MetricsSnapshot
+    from cdc_monitor.watch.runner import WatchProgress, totals_rows
+    from tests.support.promtools import get
+
+    totals = totals_rows(state)
+    totals["records"] = [{"job": "watch", "count": state.totals["records"][""]}]
+    progress = WatchProgress(last=None, transactions={}, totals=totals, finished_at=None, failures=0, up=True,
+                             heartbeats=[], state={})
+    server = MetricsServer("127.0.0.1", 0, MetricsSnapshot.from_outcome(progress, "watch"))
+    try:
+        text = get(f"http://127.0.0.1:{server.port}/metrics").decode()
+    finally:
+        server.stop()
+    labels = {"cdc_events_total": ("server", "table", "op"), "cdc_records_total": ("job",),
+              "cdc_findings_total": ("server", "table", "check", "rule", "severity")}
+    out: dict[str, dict[tuple[str, ...], float]] = {name: {} for name in labels}
+    for fam in text_string_to_metric_families(text):
+        for sample in fam.samples:
+            if sample.name in labels and sample.value:
+                out[sample.name][tuple(sample.labels[k] for k in labels[sample.name])] = sample.value
+    return out
 
 
 # the rows no event of the topics has written since ``alter table public.orders add column discount ...
