@@ -113,7 +113,8 @@ def lag_row_ms(row: dict) -> dict:
     return {(k[:-3] + "_ms" if k.endswith("_us") else k): (ms(v) if k.endswith("_us") else v) for k, v in row.items()}
 
 
-def _pct(col: str, p: float) -> Column:
+def nearest_rank(col: str, p: float) -> Column:
+    """The exact nearest-rank percentile ``p`` of ``col`` in an aggregate (the lag table's, the history's)."""
     return F.expr(f"percentile_disc({p}) WITHIN GROUP (ORDER BY {col})").cast("bigint")
 
 
@@ -132,13 +133,13 @@ def lag_table(events: DataFrame) -> DataFrame:
     return lagged.groupBy(*GROUP).agg(
         F.count("lag_us").alias("count"),
         F.sum("lag_us").alias("sum_us"),
-        *[_pct("lag_us", p).alias(name.replace("_ms", "_us")) for name, p in QUANTILES],
+        *[nearest_rank("lag_us", p).alias(name.replace("_ms", "_us")) for name, p in QUANTILES],
         F.max("lag_us").alias("max_us"),
         # cumulative counts per HISTOGRAM_LE_S bound (the +Inf bucket is ``count``)
         F.array(*[F.count(F.when(F.col("lag_us") <= int(le * 1_000_000), 1)) for le in HISTOGRAM_LE_S]).alias("le_counts"),
         F.coalesce(F.sum((F.col("lag_us") < 0).cast("int")), F.lit(0)).alias("negative"),
         F.coalesce(F.sum((~F.col("source_ts_valid")).cast("int")), F.lit(0)).alias(INVALID_SOURCE_TS.name),
-        *[_pct("record_lag_ms", p).alias("record_" + name) for name, p in QUANTILES],
+        *[nearest_rank("record_lag_ms", p).alias("record_" + name) for name, p in QUANTILES],
         F.max("record_lag_ms").alias("record_max_ms"),
         F.max("valid_source_ts_ms").alias("last_source_ts_ms"),
         F.sum(F.col("snap").cast("int")).alias("snapshot_excluded"),

@@ -4,7 +4,7 @@
 
     LOCATION/
       date=YYYY-MM-DD/batch=<window id>-<attempt>/part-*.parquet   rows (Spark, partitioned by date, batch)
-      _commits/<window id>-<attempt>/part-*.json                   one row per committed batch
+      _commits/batch=<window id>-<attempt>/part-*.json             one row per committed batch
 
 A batch is the rows one scan writes for its window. It is readable once its commit marker exists;
 the marker is written after every data file is in place, so a writer killed at any moment leaves
@@ -45,8 +45,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("written_at_ms", "bigint"),
 )
 PARTITIONS: tuple[tuple[str, str], ...] = (("date", "string"), ("batch", "string"))
-COMMIT_COLUMNS: tuple[tuple[str, str], ...] = (("batch", "string"), ("window_id", "string"), ("rows", "bigint"),
-                                               ("committed_at_ms", "bigint"))
+# a commit marker's row (its folder, ``batch=...``, names the batch)
+COMMIT_COLUMNS: tuple[tuple[str, str], ...] = (("window_id", "string"), ("rows", "bigint"), ("committed_at_ms", "bigint"),
+                                               ("dates", "array<string>"))  # the date= folders the batch wrote
 NAMES = tuple(n for n, _ in COLUMNS)
 
 
@@ -57,6 +58,7 @@ def ddl(columns: Iterable[tuple[str, str]]) -> str:
 ROW_SCHEMA = ddl(COLUMNS)
 READ_SCHEMA = ddl((*COLUMNS, *PARTITIONS))
 COMMIT_SCHEMA = ddl(COMMIT_COLUMNS)
+COMMIT_READ_SCHEMA = ddl((*COMMIT_COLUMNS, ("batch", "string")))
 
 
 def window_id(servers: Iterable[str], start_ms: int, end_ms: int, interval_ms: int) -> str:

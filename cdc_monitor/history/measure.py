@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.lag import decoded_data, with_lag
+from cdc_monitor.checks.lag import QUANTILES, decoded_data, nearest_rank, with_lag
 from cdc_monitor.history.layout import HISTORY_OPS, intervals
 
 if TYPE_CHECKING:
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 MEASURE_PART = "history_measures"
 # findings per (rule, server, table, interval): a grouping of the collect's findings aggregate (engine/series.py)
 FINDINGS_PART, FINDINGS_COLUMNS = "history_findings", ("rule", "server", "table", "t_ms", "count")
-LAG_QUANTILES = (("lag_p50_ms", 0.5), ("lag_p95_ms", 0.95), ("lag_p99_ms", 0.99))
 
 
 def measure_frame(events: DataFrame, interval_ms: int) -> DataFrame:
@@ -31,7 +30,7 @@ def measure_frame(events: DataFrame, interval_ms: int) -> DataFrame:
     lagged = data.select("server", "table", "topic", "op",
                          (F.floor(F.col("record_ts_ms") / interval_ms) * interval_ms).cast("bigint").alias("interval_start_ms"),
                          F.when(F.col("change_event"), F.col("lag_ms")).alias("_lag"))
-    pct = [F.expr(f"percentile_disc({p}) WITHIN GROUP (ORDER BY _lag)").cast("bigint").alias(name) for name, p in LAG_QUANTILES]
+    pct = [nearest_rank("_lag", p).alias(f"lag_{name}") for name, p in QUANTILES]
     return lagged.groupBy("server", "table", "interval_start_ms").agg(
         F.min("topic").alias("topic"),
         F.count(F.lit(1)).alias("events"),

@@ -19,7 +19,18 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from cdc_monitor.history.layout import COMMITS, HOUR_MS, NAMES, READ_SCHEMA, ROW_SCHEMA, WEEK_MS, date_of, hour_of_week
+from cdc_monitor.history.layout import (
+    COMMIT_READ_SCHEMA,
+    COMMIT_SCHEMA,
+    COMMITS,
+    HOUR_MS,
+    NAMES,
+    READ_SCHEMA,
+    ROW_SCHEMA,
+    WEEK_MS,
+    date_of,
+    hour_of_week,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -27,7 +38,6 @@ if TYPE_CHECKING:
 # seconds to wait between a batch's rows and its commit marker: for the crash test only
 # (tests/test_history.py kills the writer there), never set in use
 PAUSE_ENV = "CDC_MONITOR_HISTORY_TEST_PAUSE_S"
-COMMIT_FIELDS = "window_id string, `rows` bigint, committed_at_ms bigint, dates array<string>"
 
 
 def _missing(err: AnalysisException) -> bool:
@@ -37,7 +47,7 @@ def _missing(err: AnalysisException) -> bool:
 def committed(spark: SparkSession, location: str) -> dict[str, dict[str, Any]]:
     """batch -> its commit row (window_id, rows, committed_at_ms, dates); none for a new location. One job."""
     try:
-        rows = (spark.read.schema(f"{COMMIT_FIELDS}, batch string").json(f"{location}/{COMMITS}")
+        rows = (spark.read.schema(COMMIT_READ_SCHEMA).json(f"{location}/{COMMITS}")
                 .where(F.col("batch").isNotNull()).collect())
     except AnalysisException as err:
         if _missing(err):
@@ -97,7 +107,7 @@ def write_batch(spark: SparkSession, location: str, window: str, rows: list[dict
     if pause:
         time.sleep(pause)
     dates = sorted({date_of(r["interval_start_ms"]) for r in rows})
-    marker = spark.createDataFrame([(window, len(rows), int(time.time() * 1000), dates)], COMMIT_FIELDS)
+    marker = spark.createDataFrame([(window, len(rows), int(time.time() * 1000), dates)], COMMIT_SCHEMA)
     marker.coalesce(1).write.mode("errorifexists").json(f"{location}/{COMMITS}/batch={batch}")
     return batch
 
