@@ -34,6 +34,7 @@ from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import decode_records
 from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import events_by_table, heartbeats, nulls_first, schema_versions, summary_counts, topic_counts
+from cdc_monitor.engine.collect import GROUP, ORDER
 from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.engine.jobs import JobCounter
 from cdc_monitor.engine.series import step_ms
@@ -201,15 +202,12 @@ def _history(spark: SparkSession, cfg: ScanConfig, facts: WindowFacts, collected
                         collected.parts, past.result() if past is not None else None)
     counts: dict[tuple, dict[str, Any]] = {}
     for f in out.findings:
-        c = counts.setdefault((f["check"], f["rule"], f["severity"], f["server"], f["table"]), {
-            "check": f["check"], "rule": f["rule"], "severity": f["severity"], "server": f["server"],
-            "table": f["table"], "count": 0, "topics": sorted({f["topic"]} - {None})})
+        c = counts.setdefault(tuple(f[k] for k in GROUP), {
+            **{k: f[k] for k in GROUP}, "count": 0, "topics": sorted({f["topic"]} - {None})})
         c["count"] += 1
-    collected.counts = sorted([*collected.counts, *counts.values()],
-                              key=lambda c: nulls_first(*(c[k] for k in ("check", "rule", "severity", "server", "table"))))
-    order = ("check", "rule", "topic", "partition", "offset", "txn_id")
+    collected.counts = sorted([*collected.counts, *counts.values()], key=lambda c: nulls_first(*(c[k] for k in GROUP)))
     collected.findings = sorted([*collected.findings, *out.findings],
-                                key=lambda f: nulls_first(*(f[k] for k in order)))[:cfg.max_findings]
+                                key=lambda f: nulls_first(*(f[k] for k in ORDER)))[:cfg.max_findings]
     return out
 
 

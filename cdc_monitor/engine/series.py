@@ -81,8 +81,8 @@ class FindingsSeries:
         kept = {"rule": F.lit(True), "severity": ~per_table, "server": counts | per_table, "table": counts | per_table}
         keys = [F.col(SET), *[F.when(kept.get(c, counts), F.col(c)).alias(c) for c in group]]
         t_ms = F.when(F.col(SET) == 1, _bucket(F.col(_TS), self.step))
-        part = F.when(counts, F.lit("findings")).otherwise(F.lit(SERIES_PART))
+        part = F.when(counts, F.lit("findings"))
         if self.history_step is not None:
             t_ms = t_ms.when(per_table, _bucket(F.col(_TS), self.history_step))
-            part = F.when(counts, F.lit("findings")).when(per_table, F.lit(FINDINGS_PART)).otherwise(F.lit(SERIES_PART))
-        return both, [*keys, t_ms.alias("t_ms")], part
+            part = part.when(per_table, F.lit(FINDINGS_PART))
+        return both, [*keys, t_ms.alias("t_ms")], part.otherwise(F.lit(SERIES_PART))
