@@ -198,6 +198,18 @@ class RegistrySchemas:
         return registry_client(self.settings).schema(schema_id)
 
 
+def avro_stream_as_json(records: DataFrame, cfg: ScanConfig) -> DataFrame:
+    """``avro_as_json`` for a stream, where no pass can list the schema ids first: with a schema
+    registry, each id fetched where first met (``RegistrySchemas``); with ``avro_json``, Avro-JSON
+    text unwrapped; otherwise the records as they are."""
+    from cdc_monitor.avro.registry import RegistrySettings
+
+    registry = RegistrySettings.from_conf(cfg.schema_registry)
+    if registry is not None:
+        return decode_wire_format(records, RegistrySchemas(registry))
+    return decode_avro_json(records) if cfg.avro_json else records
+
+
 def avro_as_json(records: DataFrame, cfg: ScanConfig, cache: FrameCache) -> AvroInput:
     """The records as the decoder reads them. With a schema registry one small job finds the schema
     ids the records name (the records are kept, so the input is read once), the driver fetches

@@ -30,6 +30,7 @@ from cdc_monitor.checks.lag import lag_row_ms
 from cdc_monitor.checks.source_gaps import GapRow, gap_findings
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import decode_records
+from cdc_monitor.decoding.avro_wire import avro_stream_as_json
 from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import heartbeats
 from cdc_monitor.engine.facts import census_frame, facts_from_rows
@@ -204,16 +205,8 @@ def decoded_stream(carried: DataFrame, cfg: ScanConfig) -> DataFrame:
     Streaming analyses it once, not per batch): the events frame's columns, the operator's
     ``role`` and a gap row's value (``GAP_VALUE``: what ``GapRow.parse`` reads, null elsewhere).
     With a schema registry or Avro-JSON text, the Avro stage first (as ``carry_input``'s)."""
-    from cdc_monitor.avro.registry import RegistrySettings
-    from cdc_monitor.decoding.avro_wire import RegistrySchemas, decode_avro_json, decode_wire_format
-
     records = kafka_rows(carried).withColumn(GAP_VALUE, F.when(F.col("offset") < 0, F.col("value")))
-    registry = RegistrySettings.from_conf(cfg.schema_registry)
-    if registry is not None:
-        records = decode_wire_format(records, RegistrySchemas(registry))
-    elif cfg.avro_json:
-        records = decode_avro_json(records)
-    return decode_records(records, cfg.roles, keep=("role", GAP_VALUE))
+    return decode_records(avro_stream_as_json(records, cfg), cfg.roles, keep=("role", GAP_VALUE))
 
 
 def _events(out: DataFrame) -> DataFrame:

@@ -326,8 +326,7 @@ def carry_input(stream: DataFrame, scan: ScanConfig) -> DataFrame:
     reads packed as one JSON text (``meta``; null for key and partition groups). With a schema
     registry, keys and values are decoded from Avro first (schemas fetched by id where first met),
     so keys and transactions are grouped as for JSON. (A frame of records, streaming or not.)"""
-    from cdc_monitor.avro.registry import RegistrySettings
-    from cdc_monitor.decoding.avro_wire import RegistrySchemas, decode_avro_json, decode_wire_format
+    from cdc_monitor.decoding.avro_wire import avro_stream_as_json
 
     raw = stream.withColumns({
         "raw_key": F.col("key"), "raw_value": F.col("value"), "record_us": F.unix_micros("timestamp"),
@@ -335,12 +334,8 @@ def carry_input(stream: DataFrame, scan: ScanConfig) -> DataFrame:
         "headers_json": F.to_json(F.transform("headers", lambda h: F.struct(h["key"].alias("key"),
                                                                               F.base64(h["value"]).alias("value")))),
     })
-    registry = RegistrySettings.from_conf(scan.schema_registry)
-    if registry is not None:
-        raw = decode_wire_format(raw, RegistrySchemas(registry))
-    elif scan.avro_json:
-        raw = decode_avro_json(raw)
-    ev = with_lag(decode_records(raw, scan.roles, keep=("raw_key", "raw_value", "record_us", "raw_tstype", "headers_json")))
+    ev = with_lag(decode_records(avro_stream_as_json(raw, scan), scan.roles,
+                                 keep=("raw_key", "raw_value", "record_us", "raw_tstype", "headers_json")))
     keyed = F.col("kind").isin("data", "tombstone") & F.col("decode_error").isNull() & F.col("key_payload").isNotNull()
     tp = [F.col("topic"), F.col("partition").cast("string")]
     marker = ((F.col("kind") == "transaction") & F.col("decode_error").isNull() & F.col("status").isin("BEGIN", "END")
