@@ -63,6 +63,7 @@ class ScanConfig:
     # baseline (checks/anomalies.py; defaults chosen by benchmarks/anomalies.py)
     history: str | None = None
     history_interval_ms: int = 300_000
+    history_lateness_ms: int = 60_000  # watch: how long after an interval's end its records may still arrive
     anomaly_sensitivity: float = 6.0  # the band is the baseline's median +- this many (scaled) MADs
     anomaly_baseline_intervals: int = 24  # N: the last N intervals the baseline reads
     anomaly_min_intervals: int = 8  # fewer in the history: no verdict
@@ -123,7 +124,8 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
 
 
 # the [history] table's settings -> ScanConfig fields
-HISTORY_SETTINGS = {"location": "history", "interval": "history_interval_ms", "sensitivity": "anomaly_sensitivity",
+HISTORY_SETTINGS = {"location": "history", "interval": "history_interval_ms", "lateness": "history_lateness_ms",
+                    "sensitivity": "anomaly_sensitivity",
                     "baseline_intervals": "anomaly_baseline_intervals", "min_intervals": "anomaly_min_intervals",
                     "floor": "anomaly_floor"}
 
@@ -143,6 +145,8 @@ def history_settings(table: dict[str, Any], origin: str) -> dict[str, Any]:
             out[name] = parse_duration_ms(value, f"{origin}: history.interval")
             if out[name] < 1000 or 86_400_000 % out[name]:
                 raise UsageError(f"{origin}: history.interval must divide a day and be at least 1s (e.g. 5m)")
+        elif key == "lateness":
+            out[name] = parse_duration_ms(value, f"{origin}: history.lateness")
         elif key in ("baseline_intervals", "min_intervals"):
             if not isinstance(value, int) or value < 1:
                 raise UsageError(f"{origin}: history.{key} must be a whole number of intervals, at least 1")

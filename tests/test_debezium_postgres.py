@@ -6,16 +6,20 @@ events, as ``replayed_after_restart``; reconcile matches the database row for ro
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
+import time
 from collections import Counter
 
 import pytest
 
 from cdc_monitor.checks.ordering import REPLAYED_AFTER_RESTART
 from cdc_monitor.config import ScanConfig
-from cdc_monitor.vocabulary import SEVERITY_RANK, Severity
+from cdc_monitor.history.store import read_committed
+from cdc_monitor.vocabulary import GENERIC_OPS, SEVERITY_RANK, Severity
 from tests.support import debezium_workload as w
+from tests.support.debezium import HEARTBEAT_MS
 from tests.support.debezium_world import PREFIX, TOPICS, data_topic
 
 SERVER = PREFIX
@@ -116,6 +120,10 @@ def test_watch_over_the_same_stream_finds_what_scan_finds(spark, debezium_world,
     options = {"kafka.bootstrap.servers": debezium_world.bootstrap, "subscribePattern": TOPICS,
                "startingOffsets": "earliest"}
     settings, topics = stream_settings(options)
+    # with a history of 1-second intervals (watch --history)
+    history = tmp_path / "history"
+    settings = dataclasses.replace(settings, scan=dataclasses.replace(
+        settings.scan, history=str(history), history_interval_ms=1_000, history_lateness_ms=0))
     _, state = run_stream(spark, None, tmp_path / "ckpt", settings, stream=open_stream(spark, options, "python", topics))
     heartbeats_since = state.totals["records"][""] - crashed.summary["records"]
     assert heartbeats_since >= 0  # the heartbeats written after the scan's read; nothing else is new
@@ -133,6 +141,20 @@ def test_watch_over_the_same_stream_finds_what_scan_finds(spark, debezium_world,
     assert served["cdc_findings_total"] == {(SERVER, table, "ordering", REPLAYED_AFTER_RESTART.name, Severity.INFO.value): n
                                             for (table, _), n in _replays_by_table(crashed).items()}
     assert served["cdc_records_total"] == {("watch",): state.totals["records"][""]}
+    # the history: a later batch of heartbeats alone (the database quiet) passes every interval, and
+    # the rows written hold every event by table and op, and the findings, as the scan counted them
+    time.sleep(HEARTBEAT_MS / 1000 + 1)
+    run_stream(spark, None, tmp_path / "ckpt", settings, stream=open_stream(spark, options, "python", topics))
+    rows = read_committed(spark, str(history)).collect()
+    measured, findings = Counter(), Counter()
+    for r in rows:
+        for op in GENERIC_OPS:
+            measured[(r["table"], op)] += r[f"events_{op}"]
+        for rule, n in r["findings"].items():
+            findings[(r["table"], rule)] += n
+    assert +measured == _by_table_op(crashed)
+    assert +findings == _replays_by_table(crashed)
+    assert len(rows) == len({(r["table"], r["interval_start_ms"]) for r in rows})  # one row per table and interval
 
 
 def _replays_by_table(result) -> Counter[tuple[str, str]]:

@@ -20,18 +20,7 @@ from cdc_monitor.sources.capture import read_capture
 from cdc_monitor.watch.batch import WatchSettings, decoded_stream, overdue, process_batch
 from cdc_monitor.watch.state import StateStore, WatchState
 from tests.registry_server import RegistryServer
-from tests.support.watch_stream import run_stream, stage
-
-
-def batches_prorated(records, cuts: int, ahead: bool = False):
-    """Cut as a per-trigger cap plans (``--max-offsets-per-trigger``): every partition advances by
-    the same share of its backlog. With ``ahead`` the transaction topics are read whole in the first
-    batch (the extreme of a cap reading them ahead): ENDs arrive before their transactions' events."""
-    share = F.percent_rank().over(Window.partitionBy("topic", "partition").orderBy("offset"))
-    ranked = records.withColumn("_b", F.floor(share * cuts * 0.9999).cast("int"))
-    if ahead:
-        ranked = ranked.withColumn("_b", F.when(F.col("topic").endswith(".transaction"), 0).otherwise(F.col("_b")))
-    return [ranked.where(F.col("_b") == i).drop("_b") for i in range(cuts)]
+from tests.support.watch_stream import batches_prorated, run_stream, stage
 
 
 def rule_totals(state: WatchState) -> Counter:

@@ -251,10 +251,13 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
 @click.option("--schema-registry", "schema_registry_url", metavar="URL",
               help="Schema Registry for Avro keys and values in the wire format (credentials: CDC_MONITOR_SCHEMA_REGISTRY_*).")
+@click.option("--history", "history", metavar="LOCATION",
+              help="Append per-table measurements (a row per table and interval of record time, written once the "
+                   "interval is over) to this history, for scans' anomaly rules (docs/history.md).")
 def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | None, kafka_option: tuple[str, ...],
           listen: str, web_config: str | None, checkpoint: str, interval: str, grace: str, starting_offsets: str,
           max_offsets_per_trigger: int | None, kafka_reader: str, key_ttl: str, job: str, config_file: str | None,
-          lag_threshold: str | None, spark_master: str | None, schema_registry_url: str | None) -> None:
+          lag_threshold: str | None, spark_master: str | None, schema_registry_url: str | None, history: str | None) -> None:
     """Monitor continuously: all checks on every micro-batch, metrics on /metrics, until SIGTERM."""
     from pathlib import Path
 
@@ -264,7 +267,8 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
     from cdc_monitor.verbs import watch as verb
 
     web = load_web_config(web_config) if web_config else None  # so is a web config that cannot serve
-    cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master)
+    cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master,
+                      history=history)
     cfg = apply_format_flags({"schema_registry_url": schema_registry_url, "avro_json": None}, cfg)
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit():

@@ -56,13 +56,13 @@ class FindingsSeries:
     interval of ``history_step``), the part ``FINDINGS_PART`` (history/measure.py)."""
 
     events: DataFrame
-    step: int
+    step: int | None  # None: no series (watch's batches: only the history's grouping)
     history_step: int | None = None
 
     @property
     def parts(self) -> dict[str, list[str]]:
         """The parts this series adds to the collect, with their columns."""
-        out = {SERIES_PART: list(SERIES_COLUMNS)}
+        out = {SERIES_PART: list(SERIES_COLUMNS)} if self.step is not None else {}
         if self.history_step is not None:
             out[FINDINGS_PART] = list(FINDINGS_COLUMNS)
         return out
@@ -73,14 +73,14 @@ class FindingsSeries:
         series'); the part each group reports to."""
         times = self.events.select(*LOCATION, F.col("record_ts_ms").alias(_TS))
         counts, per_table = F.col(SET) == 0, F.col(SET) == 2
-        sets = [F.lit(0), F.lit(1), *([F.lit(2)] if self.history_step is not None else [])]
+        sets = [F.lit(0), *([F.lit(1)] if self.step is not None else []), *([F.lit(2)] if self.history_step is not None else [])]
         both = (ranked.join(times, LOCATION, "left")
                 .withColumn(SET, F.explode(F.array(*sets)))
                 .where(counts | F.col(_TS).isNotNull())
                 .withColumn("rn", F.when(counts, F.col("rn"))))  # the series lists no findings
         kept = {"rule": F.lit(True), "severity": ~per_table, "server": counts | per_table, "table": counts | per_table}
         keys = [F.col(SET), *[F.when(kept.get(c, counts), F.col(c)).alias(c) for c in group]]
-        t_ms = F.when(F.col(SET) == 1, _bucket(F.col(_TS), self.step))
+        t_ms = F.when(F.col(SET) == 1, _bucket(F.col(_TS), self.step or 1))
         part = F.when(counts, F.lit("findings"))
         if self.history_step is not None:
             t_ms = t_ms.when(per_table, _bucket(F.col(_TS), self.history_step))

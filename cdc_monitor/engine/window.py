@@ -9,7 +9,8 @@ A scope says what of the checks' output a window counts and which parts it colle
   carries for them (``watch/carry.py``); per-record rules count on new records only, per-key and
   per-table findings where they land on a new record, transaction verdicts when the transaction
   becomes final in this batch, orphan events new or carried as candidates. Parts: each
-  transaction's status, the lag table, events by op and the record counts.
+  transaction's status, the lag table, events by op and the record counts; with a history, the
+  new records' partial measurements and their findings per interval (watch/history.py).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from cdc_monitor.decoding.events import txn_key
 from cdc_monitor.engine.collect import collect_all
 from cdc_monitor.engine.series import LOCATION, FindingsSeries, lag_series
 from cdc_monitor.engine.union import narrow_union, union_all
-from cdc_monitor.history.measure import MEASURE_PART, measure_frame
+from cdc_monitor.history.measure import MEASURE_PART, PARTIAL_PART, measure_frame, partial_frame
 from cdc_monitor.vocabulary import FINAL_TX_STATUSES, TxStatus
 
 if TYPE_CHECKING:
@@ -122,6 +123,7 @@ class NewRecords:
     pending: DataFrame
     known_final: DataFrame
     limit: int = 0
+    history_step_ms: int | None = None  # watch --history: its interval (partial measurements, findings per interval)
     _judged: DataFrame | None = field(default=None, init=False, repr=False)  # (one scope per evaluation)
 
     def fresh(self, events: DataFrame) -> DataFrame | None:
@@ -168,7 +170,8 @@ class NewRecords:
             "lag": checked.lag,
             "by_op": fresh.where("data_event").groupBy("server", "table", "op").count(),
             "counts": fresh.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("decode_error").isNotNull().cast("int")).alias("bad")),
+            **({PARTIAL_PART: partial_frame(fresh, self.history_step_ms)} if self.history_step_ms is not None else {}),
         }
 
     def series(self, events: DataFrame) -> FindingsSeries | None:
-        return None
+        return None if self.history_step_ms is None else FindingsSeries(events, None, self.history_step_ms)

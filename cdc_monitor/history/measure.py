@@ -13,29 +13,46 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.lag import QUANTILES, decoded_data, nearest_rank, with_lag
 from cdc_monitor.history.layout import HISTORY_OPS, intervals
+from cdc_monitor.history.sketch import lag_bucket
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 MEASURE_PART = "history_measures"
+PARTIAL_PART = "history_partials"  # watch: partial_frame's rows
 # findings per (rule, server, table, interval): a grouping of the collect's findings aggregate (engine/series.py)
 FINDINGS_PART, FINDINGS_COLUMNS = "history_findings", ("rule", "server", "table", "t_ms", "count")
+
+
+def _lagged(events: DataFrame, interval_ms: int) -> DataFrame:
+    """Decoded data events with a server, a table and a record time: per event its op, interval and
+    lag (change events only: ``_lag``)."""
+    data = with_lag(decoded_data(events)).where(
+        F.col("server").isNotNull() & F.col("table").isNotNull() & F.col("record_ts_ms").isNotNull())
+    return data.select("server", "table", "topic", "op",
+                       (F.floor(F.col("record_ts_ms") / interval_ms) * interval_ms).cast("bigint").alias("interval_start_ms"),
+                       F.when(F.col("change_event"), F.col("lag_ms")).alias("_lag"))
+
+
+def _counts() -> list[Column]:
+    return [F.min("topic").alias("topic"), F.count(F.lit(1)).alias("events"),
+            *[F.count(F.when(F.col("op") == op, 1)).alias(f"events_{op}") for op in HISTORY_OPS]]
 
 
 def measure_frame(events: DataFrame, interval_ms: int) -> DataFrame:
     """Per (server, table, interval): decoded data events by op and the lag percentiles (exact,
     nearest rank, as the lag table's) of change events. One aggregate, not a job of its own."""
-    data = with_lag(decoded_data(events)).where(
-        F.col("server").isNotNull() & F.col("table").isNotNull() & F.col("record_ts_ms").isNotNull())
-    lagged = data.select("server", "table", "topic", "op",
-                         (F.floor(F.col("record_ts_ms") / interval_ms) * interval_ms).cast("bigint").alias("interval_start_ms"),
-                         F.when(F.col("change_event"), F.col("lag_ms")).alias("_lag"))
     pct = [nearest_rank("_lag", p).alias(f"lag_{name}") for name, p in QUANTILES]
-    return lagged.groupBy("server", "table", "interval_start_ms").agg(
-        F.min("topic").alias("topic"),
-        F.count(F.lit(1)).alias("events"),
-        *[F.count(F.when(F.col("op") == op, 1)).alias(f"events_{op}") for op in HISTORY_OPS],
-        F.count("_lag").alias("lag_count"), *pct, F.max("_lag").alias("lag_max_ms"))
+    return _lagged(events, interval_ms).groupBy("server", "table", "interval_start_ms").agg(
+        *_counts(), F.count("_lag").alias("lag_count"), *pct, F.max("_lag").alias("lag_max_ms"))
+
+
+def partial_frame(events: DataFrame, interval_ms: int) -> DataFrame:
+    """``measure_frame``'s counts in a form that adds up across micro-batches (watch): per (server,
+    table, interval, lag bucket: history/sketch.py; null for events without a lag) the events by
+    op and the largest lag. One aggregate (watch/history.py merges the rows)."""
+    return _lagged(events, interval_ms).groupBy("server", "table", "interval_start_ms", lag_bucket(F.col("_lag")).alias("bucket")
+                                                ).agg(*_counts(), F.max("_lag").alias("lag_max_ms"))
 
 
 def empty_row(server: str, table: str, topic: str | None, start: int, interval_ms: int, covered: int) -> dict[str, Any]:

@@ -56,6 +56,19 @@ def committed(spark: SparkSession, location: str) -> dict[str, dict[str, Any]]:
     return {r["batch"]: r.asDict() for r in rows}
 
 
+def committed_window(spark: SparkSession, location: str, window: str) -> str | None:
+    """The batch that committed ``window``, if one did: one small job over that window's markers
+    only (the listing does not grow with the history)."""
+    try:
+        rows = (spark.read.schema(COMMIT_READ_SCHEMA).option("basePath", f"{location}/{COMMITS}")
+                .json(f"{location}/{COMMITS}/batch={window}-*").where(F.col("window_id") == window).collect())
+    except AnalysisException as err:
+        if _missing(err):
+            return None
+        raise
+    return rows[0]["batch"] if rows else None
+
+
 def lookback_ms(interval_ms: int, baseline_intervals: int) -> int:
     """How far back a baseline reads: enough weeks to hold ``baseline_intervals`` intervals at the
     same hour of the week, and one more."""

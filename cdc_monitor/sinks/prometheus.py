@@ -271,7 +271,11 @@ def _counter_families(totals: dict[str, list[dict[str, Any]]]) -> Iterator[Metri
              ("cdc_transactions", "Transactions by final status since the monitor started", ["server", "status"],
               "transactions"),
              ("cdc_findings", "Findings since the monitor started", ["server", "table", "check", "rule", "severity"],
-              "findings"))
+              "findings"),
+             ("cdc_history_rows_written", "History rows (per table and interval) written since the monitor started",
+              ["server"], "history_rows"),
+             ("cdc_history_late_events", "Events that arrived too late to be measured in the history", ["server"],
+              "history_late"))
     if "records" in totals:
         fam = CounterMetricFamily("cdc_records", "Kafka records processed since the monitor started", labels=["job"])
         for r in totals["records"]:

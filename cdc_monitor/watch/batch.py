@@ -35,6 +35,7 @@ from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import heartbeats
 from cdc_monitor.engine.facts import census_frame, facts_from_rows
 from cdc_monitor.engine.window import NewRecords, WindowFrames, evaluate
+from cdc_monitor.history.measure import FINDINGS_PART, PARTIAL_PART
 from cdc_monitor.sources.kafka.gaps import Gap
 from cdc_monitor.vocabulary import TxStatus
 from cdc_monitor.watch.carry import (
@@ -51,6 +52,7 @@ from cdc_monitor.watch.carry import (
 from cdc_monitor.watch.carry import (
     FINAL as FINAL_ROLE,
 )
+from cdc_monitor.watch.history import Written, absorb, record
 from cdc_monitor.watch.state import PartitionHistory, StateStore, WatchState, add
 
 if TYPE_CHECKING:
@@ -94,6 +96,7 @@ class BatchOutcome:
     finalized: dict[str, dict[str, int]] = field(default_factory=dict)  # server -> status -> n
     findings: list[dict[str, Any]] = field(default_factory=list)  # grouped counts
     skipped: bool = False
+    history: Written | None = None  # watch --history: what this batch wrote (watch/history.py)
     seconds: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)  # seconds per stage
 
@@ -167,6 +170,9 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
             # as they were: a batch of heartbeats does not close a transaction
             kept = {k: since for k, since in state.open_txns.items() if k.split("|", 1)[0] not in marked}
             state.open_txns = kept | {_key(s, t): state.open_txns.get(_key(s, t), now) for s, t in open_txns}
+        if cfg.history:
+            outcome.history = _record_history(spark, cfg, state)
+            clock("history")
         if gaps:
             found = gap_findings(gaps, settings.scan.roles)
             outcome.findings = [*outcome.findings, *found]
@@ -252,7 +258,8 @@ def _check(out: DataFrame, events: DataFrame, census: list[Row], state: WatchSta
     # the transactions the carry operator still holds (END seen, events on their way) are judged later
     scope = NewRecords(pending=out.where(F.col("role") == PENDING).select(
                            "topic", "partition", F.col("offset").alias("end_offset")),
-                       known_final=out.where(F.col("role") == FINAL_ROLE).select(*COORD))
+                       known_final=out.where(F.col("role") == FINAL_ROLE).select(*COORD),
+                       history_step_ms=cfg.history_interval_ms if cfg.history else None)
     got = evaluate(WindowFrames(events), CheckContext(facts, cfg, cache), scope,
                    planned=lambda: clock("plan checks"))
     clock("checks")
@@ -265,6 +272,11 @@ def _check(out: DataFrame, events: DataFrame, census: list[Row], state: WatchSta
         else:
             per = finalized.setdefault(r["server"] or "", {})
             per[r["status"]] = per.get(r["status"], 0) + 1
+    if cfg.history:
+        late = absorb(state.history, got.parts[PARTIAL_PART], got.parts[FINDINGS_PART],
+                      [r.asDict() for r in census if r["role"] == NEW], cfg.history_interval_ms)
+        for server, n in late.items():
+            add(state.totals.setdefault("history_late", {}), (server,), n)
     lag = [lag_row_ms(r) for r in got.parts["lag"]]
     by_op = got.parts["by_op"]
     counts = got.parts["counts"][0]
@@ -280,6 +292,16 @@ def _check(out: DataFrame, events: DataFrame, census: list[Row], state: WatchSta
     assert all(r["rule"] in CATALOGUE for r in grouped)
     outcome = BatchOutcome(batch_id, int(counts["n"] or 0), int(counts["bad"] or 0), lag, by_op, finalized, grouped)
     return outcome, open_txns, {_key(r["server"]) for r in facts.rows if r["kind"] == "transaction"}
+
+
+def _record_history(spark: SparkSession, cfg: ScanConfig, state: WatchState) -> Written:
+    """Write the intervals now over (before the state is saved: a crash between the two re-runs the
+    batch, which finds its rows committed)."""
+    assert cfg.history is not None
+    written = record(spark, cfg.history, state.history, cfg.history_interval_ms, cfg.history_lateness_ms)
+    for server, n in written.rows.items():
+        add(state.totals.setdefault("history_rows", {}), (server,), n)
+    return written
 
 
 def _widen_txn_span(batch: dict[Any, tuple[int, int]], seen: dict[str, list[int]]) -> None:

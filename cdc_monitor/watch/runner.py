@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from cdc_monitor.sinks.web_config import WebConfig
 
 TOTAL_LABELS = {"events": ("server", "table", "op"), "transactions": ("server", "status"),
-                "findings": ("server", "table", "check", "rule", "severity")}
+                "findings": ("server", "table", "check", "rule", "severity"),
+                "history_rows": ("server",), "history_late": ("server",)}  # (watch --history)
 
 
 @dataclass
@@ -143,7 +144,9 @@ class Watcher:
         self._read_store_size()
         found = sum(int(r["count"]) for r in outcome.findings)
         self.log(f"cdc-monitor watch: batch {batch_id}: {outcome.records} records, {found} findings, "
-                 f"{len(state.open_txns)} open transaction(s), {outcome.seconds:.1f}s ("
+                 f"{len(state.open_txns)} open transaction(s), "
+                 + (f"{sum(outcome.history.rows.values())} history row(s) written, " if outcome.history else "")
+                 + f"{outcome.seconds:.1f}s ("
                  + ", ".join(f"{k} {v:.1f}s" for k, v in outcome.stages.items()) + ")")
         self.server.update(self.snapshot())
 

@@ -2,8 +2,9 @@
 
 Per-key histories, open transactions' records and orphan candidates live in Spark's state store
 (``watch/carry.py``), checkpointed by Spark with the offsets. The driver keeps running totals,
-per-partition history, the newest heartbeat per server and the open transactions' first-seen
-times in ``cdc-state/state.json`` (replaced atomically after each batch). A batch id at or below
+per-partition history, the newest heartbeat per server, the open transactions' first-seen
+times and, with ``--history``, the intervals not yet written (watch/history.py) in
+``cdc-state/state.json`` (replaced atomically after each batch). A batch id at or below
 the saved one was already applied (Spark re-runs a batch it did not commit) and is skipped:
 counters never count a record twice.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_monitor.errors import InputError
+from cdc_monitor.watch.history import WatchHistory
 
 
 @dataclass
@@ -35,16 +37,19 @@ class WatchState:
     open_txns: dict[str, float] = field(default_factory=dict)  # "server|txn_id" -> wall time first seen open
     heartbeats: dict[str, int] = field(default_factory=dict)  # server -> newest heartbeat ts_ms seen
     txn_span: dict[str, list[int]] = field(default_factory=dict)  # server -> record times its transaction topic covered
+    history: WatchHistory = field(default_factory=WatchHistory)  # watch --history: the intervals not yet over
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["partitions"] = {k: asdict(v) for k, v in self.partitions.items()}
+        out["history"] = self.history.to_json()
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WatchState:
-        state = cls(**{k: v for k, v in data.items() if k != "partitions"})
+        state = cls(**{k: v for k, v in data.items() if k not in ("partitions", "history")})
         state.partitions = {k: PartitionHistory(**v) for k, v in data.get("partitions", {}).items()}
+        state.history = WatchHistory(**data.get("history", {}))
         return state
 
 

@@ -30,6 +30,20 @@ def stage(frames: list[DataFrame], folder: Path, first: int = 0) -> None:
         os.utime(target, (1_000_000 + i, 1_000_000 + i))
 
 
+def batches_prorated(records: DataFrame, cuts: int, ahead: bool = False) -> list[DataFrame]:
+    """Cut as a per-trigger cap plans (``--max-offsets-per-trigger``): every partition advances by
+    the same share of its backlog. With ``ahead`` the transaction topics are read whole in the first
+    batch (the extreme of a cap reading them ahead): ENDs arrive before their transactions' events."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    share = F.percent_rank().over(Window.partitionBy("topic", "partition").orderBy("offset"))
+    ranked = records.withColumn("_b", F.floor(share * cuts * 0.9999).cast("int"))
+    if ahead:
+        ranked = ranked.withColumn("_b", F.when(F.col("topic").endswith(".transaction"), 0).otherwise(F.col("_b")))
+    return [ranked.where(F.col("_b") == i).drop("_b") for i in range(cuts)]
+
+
 def stage_stream(spark: SparkSession, folder: Path, events: int, batch: int, **traffic: object) -> int:
     """A clean MySQL stream (``generate`` options in ``traffic``) written to ``folder``/c.jsonl, cut
     at record-time quantiles into batches of ~``batch`` records and staged in ``folder``/in, one
