@@ -9,7 +9,10 @@ their SQL executions (planning included) and the longest stretch with no job run
 building and analysing the next plan).
 ``--calls``: per batch, the seconds spent in each function that plans the checks (wrapped; calls
 nest: ``run_checks`` holds the checks, ``union_all`` is called inside the others).
-Usage: python -m benchmarks.watch_batch [--events 3000] [--batch 1000] [--plain] [--timeline] [--calls]"""
+``--history STEP``: the stream run five times: a warm-up, then alternating without and with ``watch --history``
+(intervals of STEP, lateness 0: an interval written every batch or two, more often than 5-minute
+intervals under 30-second triggers); prints each run's warm batches and the ratio of the medians.
+Usage: python -m benchmarks.watch_batch [--events 3000] [--batch 1000] [--plain] [--timeline] [--calls] [--history 30s]"""
 
 from __future__ import annotations
 
@@ -27,7 +30,11 @@ def main() -> None:
     ap.add_argument("--plain", action="store_true", help="no transaction metadata, no schemas")
     ap.add_argument("--timeline", action="store_true", help="each batch's Spark jobs against its wall time")
     ap.add_argument("--calls", action="store_true", help="seconds per planning function and batch")
+    ap.add_argument("--history", metavar="STEP", help="compare batches without and with watch --history")
     args = ap.parse_args()
+    if args.history:
+        compare_history(args.events, args.batch, args.history)
+        return
 
     from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.watch.batch import WatchSettings
@@ -56,6 +63,34 @@ def main() -> None:
                 batch["timeline"] = placed
     total = sum(o.records for o in outcomes)
     print(json.dumps({"batches": batches, "records_per_s": round(total / took), "target_warm_seconds": 3}, indent=1))
+
+
+def compare_history(events: int, batch: int, step: str) -> None:
+    """Warm batches without and with a history, alternating runs in one session after a warm-up run."""
+    import dataclasses
+    import statistics
+
+    from cdc_monitor.config import ScanConfig, parse_duration_ms
+    from cdc_monitor.runtime.session import get_spark
+    from cdc_monitor.watch.batch import WatchSettings
+    from tests.support import watch_stream
+
+    spark = get_spark()
+    runs: dict[str, list[dict]] = {"without": [], "with": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        watch_stream.stage_stream(spark, Path(tmp), events, batch)
+        for i, kind in enumerate(["warm-up", *["without", "with"] * 2]):  # (the first run warms the JVM: not counted)
+            scan = ScanConfig()
+            if kind == "with":
+                scan = dataclasses.replace(scan, history=str(Path(tmp) / f"history-{i}"),
+                                           history_interval_ms=parse_duration_ms(step), history_lateness_ms=0)
+            outcomes, _ = watch_stream.run_stream(spark, Path(tmp) / "in", Path(tmp) / f"ckpt-{i}", WatchSettings(scan=scan))
+            runs.setdefault(kind, []).extend([{"records": o.records, "seconds": o.seconds, "history_s": o.stages.get("history", 0.0),
+                            "rows_written": sum(o.history.rows.values()) if o.history else 0} for o in outcomes[1:]])
+    runs.pop("warm-up")
+    median = {k: statistics.median(b["seconds"] for b in v) for k, v in runs.items()}
+    print(json.dumps({"warm_batches": runs, "median_s": median,
+                      "ratio": round(median["with"] / median["without"], 3)}, indent=1))
 
 
 def _planning_calls() -> dict:
