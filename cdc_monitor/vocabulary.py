@@ -161,9 +161,14 @@ POSITION_FORMS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 # source.connector values -> the flavour whose rules apply (a value not listed is an unknown
-# connector: generic rules only, and the report names it).
+# connector: generic rules only, and the report names it). Debezium's MariaDB connector
+# (debezium-connector-mariadb) writes the MySQL connector's source block: both are built by
+# debezium-connector-binlog's BinlogSourceInfoStructMaker (file, pos, row, server_id, gtid, thread,
+# query), only the name differs (io.debezium.connector.mariadb.Source); its GTIDs are MariaDB's
+# domain-server-seq (0-1-42), which no rule judges, and its transaction ids are opaque as MySQL's.
 CONNECTORS: dict[str, str] = {
     "mysql": "mysql",
+    "mariadb": "mysql",
     "postgresql": "postgresql",
     "sqlserver": "sqlserver",
     "oracle": "oracle",

@@ -2,12 +2,17 @@
 10.11, in its own Connect worker on the suite's broker): an initial snapshot and a small workload in
 real transactions (multi-statement across tables, autocommits, updates, deletes, a primary-key
 change, decimal, datetime and JSON columns). ``scan`` of its topics gives no finding at warning or
-above, every transaction complete, the events per table exactly what the workload implies."""
+above, every transaction complete, the events per table exactly what the workload implies; its
+events (``source.connector`` "mariadb") are judged by the MySQL connector's rules, not as an
+unknown connector's: faults injected into a copy of the real records are found by those rules."""
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -90,6 +95,8 @@ def test_mariadb_real_traffic_gives_no_warning_and_complete_transactions(spark, 
     result = run_scan(prepare_input((), flags).read(spark), ScanConfig(max_findings=100_000))
     loud = [f for f in result.findings if SEVERITY_RANK[f["severity"]] >= SEVERITY_RANK["warning"]]
     assert loud == [], loud
+    # a known connector: not one judged by the generic rules only
+    assert [f for f in result.findings if f["rule"] == "unknown_connector"] == []
     tx = result.transactions
     assert (tx["total"], tx["complete"]) == (len(WORKLOAD), len(WORKLOAD)), tx
     per_table: Counter[str] = Counter()
@@ -101,3 +108,47 @@ def test_mariadb_real_traffic_gives_no_warning_and_complete_transactions(spark, 
         expected.update(events)
     assert per_table == expected, result.events_by_table
     assert result.summary["invalid_records"] == 0
+
+
+def _value(record: dict[str, Any]) -> dict[str, Any] | None:
+    return None if record["value"] is None else json.loads(bytes(record["value"]))
+
+
+def _key_id(record: dict[str, Any]) -> int | None:
+    return None if record["key"] is None else json.loads(bytes(record["key"]))["payload"]["id"]
+
+
+def test_mariadb_events_are_judged_by_the_mysql_rules(spark, debezium_mariadb, kafka_broker):
+    """A copy of the real records with three faults, each found by a MySQL rule that an unknown
+    connector's events never get: order 10's update at a binlog position before its create's
+    (position_regression), order 20's create without ``pos`` (missing_source_field), order 21's
+    create with a negative ``row`` (invalid_position)."""
+    from cdc_monitor.pipeline import run_scan
+    from cdc_monitor.sources.base import KAFKA_SCHEMA, SourceResult
+    from cdc_monitor.sources.inputs import KafkaFlags, prepare_input
+
+    flags = KafkaFlags(bootstrap_servers=kafka_broker, topics=TOPICS)
+    records = [r.asDict() for r in prepare_input((), flags).read(spark).records.collect()]
+    orders = f"{PREFIX}.{ORDERS}"
+    data = {(_key_id(r), _value(r)["payload"]["op"]): r for r in records
+            if r["topic"] == orders and r["value"] is not None}
+    create10, update10 = _value(data[(10, "c")]), _value(data[(10, "u")])
+    source10 = create10["payload"]["source"]
+    # MySQL's source block, MariaDB's GTID (domain-server-sequence), the transaction's id as MySQL's is
+    assert source10["connector"] == "mariadb" and {"file", "pos", "row", "server_id"} <= set(source10)
+    assert re.fullmatch(r"\d+-\d+-\d+", source10["gtid"]) and create10["payload"]["transaction"]["id"] == source10["gtid"]
+    update10["payload"]["source"] |= {"file": create10["payload"]["source"]["file"],
+                                      "pos": create10["payload"]["source"]["pos"] - 1}
+    create20, create21 = _value(data[(20, "c")]), _value(data[(21, "c")])
+    del create20["payload"]["source"]["pos"]
+    create21["payload"]["source"]["row"] = -1
+    faulted = {id(data[(10, "u")]): update10, id(data[(20, "c")]): create20, id(data[(21, "c")]): create21}
+    rows = [{**r, "value": json.dumps(faulted[id(r)]).encode()} if id(r) in faulted else r for r in records]
+    result = run_scan(SourceResult(records=spark.createDataFrame(rows, KAFKA_SCHEMA)), ScanConfig(max_findings=100_000))
+    at = {(f["rule"], f["offset"]) for f in result.findings if f["topic"] == orders}
+    assert ("position_regression", data[(10, "u")]["offset"]) in at, result.findings
+    assert ("missing_source_field", data[(20, "c")]["offset"]) in at, result.findings
+    assert ("invalid_position", data[(21, "c")]["offset"]) in at, result.findings
+    missing = next(f for f in result.findings if f["rule"] == "missing_source_field")
+    assert "source lacks pos" in missing["message"], missing
+    assert [f for f in result.findings if f["rule"] == "unknown_connector"] == []

@@ -1,5 +1,6 @@
 """Transaction metadata as Db2, Informix, Vitess (VGTID ids) and Spanner write it: recognised
-connectors (no unknown_connector), opaque transaction ids reconciled, their faults found."""
+connectors (no unknown_connector), opaque transaction ids reconciled, their faults found. And
+Debezium's MariaDB connector, judged as MySQL (its real output: tests/test_debezium_mariadb.py)."""
 
 from __future__ import annotations
 
@@ -89,3 +90,38 @@ def test_their_faults_are_found(scan, tmp_path):
                      ("db2srv", "position_regression"): 1}, found
     mismatch = next(f for f in result.findings if f["rule"] == "count_mismatch")
     assert mismatch["txn_id"] == CONNECTORS["vitess"][2](2)  # the VGTID, as written
+
+
+MARIADB_SOURCE = {"version": "3.5.0.Final", "connector": "mariadb", "name": "maria", "ts_ms": BASE, "snapshot": "false",
+                  "db": "shop", "table": "orders", "server_id": 1, "gtid": "0-1-42", "file": "mysql-bin.000002",
+                  "pos": 1234, "row": 1, "thread": 7, "query": None}
+# a value whose connector is told only by its source schema's name (no source.connector)
+MARIADB_NAMED = {"type": "struct", "optional": False, "name": "maria.shop.orders.Envelope", "fields": [
+    {"field": "source", "type": "struct", "optional": False, "name": "io.debezium.connector.mariadb.Source",
+     "fields": [{"field": "db", "type": "string", "optional": True}]},
+    {"field": "op", "type": "string", "optional": False}]}
+
+
+def test_mariadb_events_are_judged_as_mysql(spark):
+    from cdc_monitor.decoding import decode_records
+
+    def value(**source) -> dict:
+        return {"before": None, "after": {"id": 1}, "op": "c", "source": {**MARIADB_SOURCE, **source}}
+
+    without_pos = value()
+    del without_pos["source"]["pos"]
+    cases = {  # name -> (value, (flavour, position, table, missing_source_field's message))
+        "whole": (value(), ("mysql", [2, 1234, 1], "shop.orders", None)),
+        "without pos": (without_pos, ("mysql", None, "shop.orders", "source lacks pos (mysql)")),
+        "named by its schema": ({"schema": MARIADB_NAMED, "payload": {"op": "c", "after": {"id": 1}, "source": {"db": "shop"}}},
+                                ("mysql", None, "shop.orders", "source lacks name, ts_ms, file, pos (mysql)")),
+    }
+    rows = [("maria.shop.orders", json.dumps({"id": 1}), json.dumps(v), name) for name, (v, _) in cases.items()]
+    frame = spark.createDataFrame(rows, "topic string, key string, value string, name string").selectExpr(
+        "topic", "0 AS partition", "monotonically_increasing_id() AS offset", "CAST(key AS binary) AS key",
+        "CAST(value AS binary) AS value", "current_timestamp() AS timestamp", "0 AS timestampType",
+        "CAST(NULL AS array<struct<key:string,value:binary>>) AS headers", "name")
+    out = {r["name"]: (r["flavour"], r["position"], r["table"],
+                       next((v["message"] for v in r["verdicts"] or [] if v["rule"] == "missing_source_field"), None))
+           for r in decode_records(frame, keep=("name",)).collect()}
+    assert out == {name: want for name, (_, want) in cases.items()}

@@ -4,8 +4,9 @@ Timeline: a snapshot (op ``r``), then transactions of creates/updates/deletes (t
 deletes, primary-key changes as delete + tombstone + create with ``__debezium.oldkey/newkey``
 headers, re-inserted keys, the same key twice in one transaction). Transaction markers follow
 Debezium's semantics: BEGIN before a transaction's first event, its END only when the next
-transaction begins, so the newest transaction stays open. Faults (see ``faults.py``) are planned
-up front and applied while generating, each recorded as a label.
+transaction begins, so the newest transaction stays open. What each transaction does is
+``workload.py``'s; this module writes it as the flavour's connector would. Faults (see
+``faults.py``) are planned up front and applied while generating, each recorded as a label.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from cdc_monitor.generator.connect_schemas import (
 from cdc_monitor.generator.flavours import FLAVOURS, TABLES, TableDef
 from cdc_monitor.generator.partitioner import partition_for
 from cdc_monitor.generator.records import KeyPool, KeyState, Rec, Traffic, _dumps, serialize_key, set_times
+from cdc_monitor.generator.workload import Op, plan_ops
 from cdc_monitor.vocabulary import HEARTBEAT_TOPIC_PREFIX as HEARTBEAT_PREFIX
 
 BASE_TS_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -254,56 +256,7 @@ class Generator:
                             commit_seq=0, snapshot=self.f.snapshot_marker(t == len(TABLES) - 1, t == 0, i, per_table))
         self.proc_ts += 50
 
-    def plan_ops(self, n: int) -> list[tuple[str, TableDef, int]]:
-        """[(action, table, pk)] with action in create/update/delete/pkchange/reinsert."""
-        ops: list[tuple[str, TableDef, int]] = []
-        added = {t.name: [] for t in TABLES}  # created earlier in this transaction
-        removed = {t.name: set() for t in TABLES}  # deleted earlier in this transaction
-
-        def pick(table: TableDef) -> int | None:
-            pool = self.live_pool[table.name]
-            for _ in range(8):
-                fresh = [pk for pk in added[table.name] if pk not in removed[table.name]]
-                if fresh and (not pool or self.rng.random() < 0.2):
-                    pk = self.rng.choice(fresh)
-                elif pool:
-                    pk = pool.choice(self.rng)
-                else:
-                    return None
-                if pk not in removed[table.name]:
-                    return pk
-            return None
-
-        for _ in range(n):
-            table = self.rng.choice(TABLES)
-            roll = self.rng.random()
-            live_count = len(self.live_pool[table.name]) + len(added[table.name]) - len(removed[table.name])
-            target = pick(table) if live_count >= 3 else None
-            dead = self.dead_pool[table.name]
-            if roll < 0.35 or target is None:
-                action, pk = "create", self.next_id[table.name]
-                self.next_id[table.name] += 1
-            elif roll < 0.80:
-                action, pk = "update", target
-            elif roll < 0.90:
-                action, pk = "delete", target
-            elif roll < 0.95:
-                action, pk = "pkchange", target
-            elif len(dead) and dead.items[0] not in removed[table.name]:
-                action, pk = "reinsert", dead.choice(self.rng)
-            else:
-                action, pk = "update", target
-            if action in ("create", "reinsert"):
-                if action == "reinsert" and (pk in removed[table.name] or pk in added[table.name]):
-                    action, pk = "create", self.next_id[table.name]
-                    self.next_id[table.name] += 1
-                added[table.name].append(pk)
-            elif action in ("delete", "pkchange"):
-                removed[table.name].add(pk)
-            ops.append((action, table, pk))
-        return ops
-
-    def transaction(self, txn_no: int, ops: list[tuple[str, TableDef, int]], hooks: dict[str, Any]) -> None:
+    def transaction(self, txn_no: int, ops: list[Op], hooks: dict[str, Any]) -> None:
         self.source_ts += self.rng.randrange(50, 1500)
         self.txn_source_ts[txn_no] = self.source_ts
         self.proc_ts = max(self.proc_ts, self.source_ts + self.rng.randrange(20, 900))
@@ -388,7 +341,8 @@ class Generator:
             hooks: dict[str, Any] = {}
             if self.plan is not None:
                 self.plan.before_txn(txn_no, hooks)
-            ops = hooks.pop("ops", None) or self.plan_ops(self.rng.randint(1, 4))
+            ops = hooks.pop("ops", None) or plan_ops(self.rng, self.live_pool, self.dead_pool, self.next_id,
+                                                       self.rng.randint(1, 4))
             self.transaction(txn_no, ops, hooks)
             if self.plan is not None:
                 self.plan.after_txn(txn_no, hooks)
