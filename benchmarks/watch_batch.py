@@ -85,8 +85,9 @@ def compare_history(events: int, batch: int, step: str) -> None:
                 scan = dataclasses.replace(scan, history=str(Path(tmp) / f"history-{i}"),
                                            history_interval_ms=parse_duration_ms(step), history_lateness_ms=0)
             outcomes, _ = watch_stream.run_stream(spark, Path(tmp) / "in", Path(tmp) / f"ckpt-{i}", WatchSettings(scan=scan))
-            runs.setdefault(kind, []).extend([{"records": o.records, "seconds": o.seconds, "history_s": o.stages.get("history", 0.0),
-                            "rows_written": sum(o.history.rows.values()) if o.history else 0} for o in outcomes[1:]])
+            runs.setdefault(kind, []).extend([{"records": o.records, "seconds": o.seconds, "stages": o.stages,
+                                               "rows_written": sum(o.history.rows.values()) if o.history else 0}
+                                              for o in outcomes[1:]])
     runs.pop("warm-up")
     median = {k: statistics.median(b["seconds"] for b in v) for k, v in runs.items()}
     print(json.dumps({"warm_batches": runs, "median_s": median,
