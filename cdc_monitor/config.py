@@ -82,11 +82,17 @@ class ScanConfig:
         return cfg
 
 
+# the config file's tables besides [scan] (each read on its own; a bare key of the same name is not a setting)
+TABLES = ("tables", "spark", "kafka", "schema_registry", "openlineage", "history")
+
+
 def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     scan = data.get("scan", data)
     for key, value in scan.items():
         name = key.replace("-", "_")
+        if name in TABLES:  # (read below)
+            continue
         if name in ("lag_threshold", "lag_threshold_ms"):
             out["lag_threshold_ms"] = parse_duration_ms(value, f"{origin}: lag_threshold")
         elif name in ("stall_threshold", "stall_threshold_ms"):
@@ -95,7 +101,7 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
             out["transaction_topic_regex"] = exact_topic_regex(str(value))
         elif name in {f.name for f in fields(ScanConfig)}:
             out[name] = value
-        elif name not in ("tables", "spark", "kafka", "schema_registry", "openlineage", "history"):
+        else:
             raise UsageError(f"{origin}: unknown setting {key!r}; see docs/configuration.md")
     tables = data.get("tables", {})
     thresholds = {t: parse_duration_ms(v.get("lag_threshold"), f"{origin}: tables.{t}.lag_threshold")

@@ -191,3 +191,27 @@ def test_a_pushgateway_that_is_down_fails_the_push_not_the_report(spark, capture
     (line,) = [x for x in run.stderr.splitlines() if "error" in x]
     assert f"cannot push to the Pushgateway at {down}" in line and "report was written" in line
     assert "finding(s) at or above --fail-on error" in line and "(0 finding(s)" not in line
+
+
+@pytest.mark.parametrize("flag,env,config,want", [(None, None, None, None), (None, "/env", "/cfg", "/env"),
+                                                   ("/flag", "/env", "/cfg", "/flag"), (None, None, "/cfg", "/cfg")])
+def test_watch_takes_its_history_from_the_flag_the_environment_or_the_config(tmp_path, monkeypatch, flag, env, config, want):
+    """``watch --history`` as ``scan --history``: the flag over CDC_MONITOR_HISTORY over [history]
+    location, with [history]'s other settings (what the verb receives, before anything starts)."""
+    from click.testing import CliRunner
+
+    from cdc_monitor.cli.main import cli
+    from cdc_monitor.verbs import watch as verb
+
+    got = {}
+    monkeypatch.setattr(verb, "run", lambda settings, log=None: got.setdefault("settings", settings) and verb.Outcome(0, 0, 0))
+    monkeypatch.delenv("CDC_MONITOR_HISTORY", raising=False)
+    if env:
+        monkeypatch.setenv("CDC_MONITOR_HISTORY", env)
+    (tmp_path / "c.toml").write_text(f'[history]\n{f"location = {config!r}" if config else ""}\nlateness = "2m"\n')
+    args = ["watch", "--bootstrap-servers", "localhost:1", "--config", str(tmp_path / "c.toml"),
+            *(["--history", flag] if flag else [])]
+    run = CliRunner().invoke(cli, args)
+    assert run.exit_code == 0, run.output
+    cfg = got["settings"].config
+    assert (cfg.history, cfg.history_lateness_ms) == (want, 120_000)

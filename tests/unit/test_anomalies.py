@@ -108,10 +108,11 @@ def test_window_ids_and_the_latest_row():
 
 def test_history_settings_are_checked():
     got = _from_mapping({"history": {"location": "/h", "interval": "10m", "sensitivity": 4, "baseline_intervals": 12,
-                                     "min_intervals": 6, "floor": 0.2}}, "cfg.toml")
+                                     "min_intervals": 6, "floor": 0.2, "lateness": "90s"}}, "cfg.toml")
     assert got == {"history": "/h", "history_interval_ms": 600_000, "anomaly_sensitivity": 4.0,
-                   "anomaly_baseline_intervals": 12, "anomaly_min_intervals": 6, "anomaly_floor": 0.2}
-    for bad in ({"interval": "7m"}, {"sensitivity": 0}, {"min_intervals": 1.5}, {"where": "/h"}):
+                   "anomaly_baseline_intervals": 12, "anomaly_min_intervals": 6, "anomaly_floor": 0.2,
+                   "history_lateness_ms": 90_000}
+    for bad in ({"interval": "7m"}, {"sensitivity": 0}, {"min_intervals": 1.5}, {"where": "/h"}, {"lateness": "soon"}):
         with pytest.raises(UsageError, match="history"):
             _from_mapping({"history": bad}, "cfg.toml")
 
