@@ -190,8 +190,16 @@ def _read_history(spark: SparkSession, cfg: ScanConfig, facts: WindowFacts) -> F
         pool.shutdown(wait=False)
 
 
+def _topics_read(source: SourceResult) -> set[str] | None:
+    """The topics a Kafka window read, silent ones included (None for a capture: it names only the
+    topics that had records)."""
+    if source.description.get("kind") != "kafka":
+        return None
+    return {r["topic"] for r in source.description.get("ranges") or ()}
+
+
 def _history(spark: SparkSession, cfg: ScanConfig, facts: WindowFacts, collected: WindowOutcome,
-             past: Future[Past] | None = None) -> HistoryOutcome:
+             past: Future[Past] | None = None, topics: set[str] | None = None) -> HistoryOutcome:
     """With ``--history``: the window judged against its history and recorded (history/record.py);
     the anomaly findings join the window's (listed, counted per table) before anything reads them."""
     from cdc_monitor.history.record import HistoryOutcome, record_window
@@ -199,7 +207,7 @@ def _history(spark: SparkSession, cfg: ScanConfig, facts: WindowFacts, collected
     if not cfg.history:
         return HistoryOutcome()
     out = record_window(spark, cfg, facts.window, _servers(facts), [h["server"] for h in heartbeats(facts.rows)],
-                        collected.parts, past.result() if past is not None else None)
+                        collected.parts, past.result() if past is not None else None, topics)
     counts: dict[tuple, dict[str, Any]] = {}
     for f in out.findings:
         c = counts.setdefault(tuple(f[k] for k in GROUP), {
@@ -262,7 +270,7 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     past = _read_history(source.records.sparkSession, cfg, facts)
     collected = evaluate(frames, CheckContext(facts, cfg, cache), scope, planned=lambda: lap("checks_plan_and_aggregates"))
     lap("findings", f" ({sum(int(c['count']) for c in collected.counts)} found)")
-    history = _history(source.records.sparkSession, cfg, facts, collected, past)
+    history = _history(source.records.sparkSession, cfg, facts, collected, past, _topics_read(source))
     if cfg.history:
         lap("history", f" ({len(history.findings)} anomalies)")
     counts: dict[str, dict[str, int]] = {}

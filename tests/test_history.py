@@ -131,3 +131,32 @@ def test_a_writer_killed_before_its_commit_leaves_nothing_readable(spark, world)
     assert {r["batch"] for r in rows} == {report["history"]["batch"]}
     everything = read_committed(spark, world["history"])
     assert everything.count() == everything.select("server", "table", "interval_start_ms").distinct().count()
+
+
+def test_a_kafka_scan_of_some_topics_judges_no_silence_on_the_others(spark, tmp_path):
+    """A scan of ``--topics 'pg1\\.shop\\.a'`` did not look at table b: b gets no row and no
+    table_silent, though the history knows it and a's events show the server alive. A window that
+    read b's topic (silent) or a capture (which names only topics with records) judges it."""
+    from cdc_monitor.checks.anomalies import TABLE_SILENT
+    from cdc_monitor.config import ScanConfig
+    from cdc_monitor.history.measure import MEASURE_PART, empty_row
+    from cdc_monitor.history.record import Past, record_window
+
+    start = MODEL.start_ms + 7 * DAY_MS
+    past = []
+    for i in range(1, 25):  # the last 24 intervals: 100 events each on a and b
+        for table in ("a", "b"):
+            past.append(empty_row("pg1", f"shop.{table}", f"pg1.shop.{table}", start - i * STEP, STEP, STEP)
+                        | {"events": 100, "events_c": 100, "written_at_ms": 0})
+    measured = empty_row("pg1", "shop.a", "pg1.shop.a", start, STEP, STEP) | {"events": 100, "events_c": 100}
+    window = {"start_ms": start, "end_ms": start + STEP - 1}
+
+    def judged(location: str, topics: set[str] | None) -> tuple[set, set]:
+        cfg = ScanConfig(history=str(tmp_path / location))
+        out = record_window(spark, cfg, window, ["pg1"], [], {MEASURE_PART: [measured]}, Past({}, past), topics)
+        rows = {r["table"] for r in read_committed(spark, cfg.history).collect()}
+        return {(f["rule"], f["table"]) for f in out.findings}, rows
+
+    assert judged("some", {"pg1.shop.a"}) == (set(), {"shop.a"})
+    assert judged("both", {"pg1.shop.a", "pg1.shop.b"}) == ({(TABLE_SILENT.name, "shop.b")}, {"shop.a", "shop.b"})
+    assert judged("capture", None) == ({(TABLE_SILENT.name, "shop.b")}, {"shop.a", "shop.b"})

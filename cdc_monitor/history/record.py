@@ -48,8 +48,10 @@ def read_past(spark: SparkSession, cfg: ScanConfig, window: dict[str, Any], serv
 
 def record_window(spark: SparkSession, cfg: ScanConfig, window: dict[str, Any], servers: list[str],
                   heartbeat_servers: list[str], parts: dict[str, list[dict[str, Any]]],
-                  read: Past | None = None) -> HistoryOutcome:
-    """``read``: ``read_past``'s result when the caller ran it already."""
+                  read: Past | None = None, topics: set[str] | None = None) -> HistoryOutcome:
+    """``read``: ``read_past``'s result when the caller ran it already. ``topics``: the topics the
+    window read (a Kafka scan's, silent ones included); a table the history knows on another topic
+    was not looked at, so it gets no row and no verdict (None: a capture, every known table)."""
     assert cfg.history is not None
     start, end, step = window.get("start_ms"), window.get("end_ms"), cfg.history_interval_ms
     report: dict[str, Any] = {"location": cfg.history, "interval_ms": step}
@@ -63,7 +65,7 @@ def record_window(spark: SparkSession, cfg: ScanConfig, window: dict[str, Any], 
     index = HistoryIndex(step, settings, lookback_ms(step, settings.intervals))
     for r in past:
         index.add(r)
-    known = sorted({(r["server"], r["table"], r["topic"]) for r in past})
+    known = sorted({(r["server"], r["table"], r["topic"]) for r in past if topics is None or r["topic"] in topics})
     rows = window_rows(parts.get(MEASURE_PART, []), parts.get(FINDINGS_PART, []), start, end, step, known)
     judged = judge_window(rows, index, first, heartbeat_servers)
     by_row = {(r["server"], r["table"], r["interval_start_ms"]): r for r in rows}
