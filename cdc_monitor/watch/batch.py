@@ -132,6 +132,7 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
         return BatchOutcome(batch_id, 0, skipped=True), state
     state = copy.deepcopy(state)
     cfg = settings.scan
+    state.history = state.history.kept_for(cfg.history_interval_ms if cfg.history else None)
     cache = FrameCache()
     try:
         out = cache.materialize(frame)  # the stateful operators run once per batch, here

@@ -52,9 +52,16 @@ class WatchHistory:
     watermark: dict[str, int] = field(default_factory=dict)  # server -> record time its partitions have passed
     closed_until: dict[str, int] = field(default_factory=dict)  # server -> the end of its last interval written
     dirty: list[str] = field(default_factory=list)  # written intervals with late records since
+    step: int | None = None  # the intervals' length
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def kept_for(self, step: int | None) -> WatchHistory:
+        """This history, for a batch with intervals of ``step`` (None: no history). A watch run
+        without a history, or with another interval, starts it again: its open intervals are
+        dropped, never written with the time it did not measure counted as silence."""
+        return self if step is not None and step == self.step else WatchHistory(step=step)
 
 
 @dataclass

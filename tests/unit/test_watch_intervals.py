@@ -115,3 +115,14 @@ def test_the_same_rows_have_the_same_id(lateness):
     assert one and rows_id(one) == rows_id(two)
     two[0]["events"] += 1
     assert rows_id(one) != rows_id(two)
+
+
+def test_a_run_with_another_interval_or_without_a_history_starts_it_again():
+    """Intervals measured with one length are not written as another's; a run without --history
+    measures nothing, so the next run with it must not write that time as silence."""
+    hist = WatchHistory(step=STEP)
+    absorb(hist, _partial("a", T0, {40: 2}), [], _census(("s1.a", 0, T0, T0 + 10)), STEP)
+    assert hist.kept_for(STEP) is hist
+    again = hist.kept_for(2 * STEP)
+    assert (again.intervals, again.watermark, again.step) == ({}, {}, 2 * STEP)
+    assert hist.kept_for(None) == WatchHistory()
