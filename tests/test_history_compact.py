@@ -1,7 +1,8 @@
 """``cdc-monitor history compact`` and concurrent writers: a history of many small batches over three
 dates (overlapping intervals, a batch spanning midnight) compacted to one batch per date reads
 exactly the same rows as before; a compacted window is still found as recorded; a compaction
-killed (SIGKILL) at each of its steps leaves every row readable once, and the next run finishes it;
+killed (SIGKILL) at each of its steps leaves every row readable once (by the store and by
+docs/history.md's recipe), and the next run finishes it;
 two writers appending to one location at once both commit, nothing lost."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from cdc_monitor.cli.main import cli
 from cdc_monitor.history.compact import CRASH_ENV, STEPS, compact, open_history
 from cdc_monitor.history.layout import COMMITS, date_of
 from cdc_monitor.history.measure import empty_row
-from cdc_monitor.history.store import committed, committed_window, read_committed, recorded_batch, write_batch
+from cdc_monitor.history.store import committed, committed_window, keep_latest, read_committed, recorded_batch, write_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 STEP = 300_000
@@ -68,6 +69,17 @@ def _readable(spark, location: str) -> list[tuple]:
                   for r in frame.collect())
 
 
+def _by_hand(spark, location: str, date: str | None = None) -> tuple[int, list[tuple]]:
+    """docs/history.md's recipe for reading by hand, as written there: its rows (of ``date``), and one per interval."""
+    page = (ROOT / "docs" / "history.md").read_text()
+    recipe = page.split("by hand:", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    scope = {"spark": spark, "location": location}
+    exec(recipe, scope)
+    raw = scope["rows"].where(f"date = '{date}'") if date else scope["rows"]
+    return raw.count(), sorted(tuple(sorted((k, str(v)) for k, v in r.asDict(recursive=True).items() if k != "batch"))
+                                         for r in keep_latest(scope["rows"]).collect())
+
+
 def _folders(location: str) -> dict[str, int]:
     return {d: len(list(Path(location).glob(f"date={d}/batch=*"))) for d in DATES}
 
@@ -98,6 +110,7 @@ def test_compaction_reads_the_same_rows_from_one_batch_per_date(spark, world):
     assert [len(d.replaced) for d in done.dates] == [6, 5]
     assert _readable(spark, location) == world["rows"]
     assert _folders(location) == {DATES[0]: 1, DATES[1]: 1, DATES[2]: 2}
+    assert _by_hand(spark, location) == (len(world["rows"]), world["rows"])  # (a marker remains whose folder is gone)
     # one marker per compacted date, today's two, and none of the replaced batches but the one over midnight
     batches = committed(spark, location)
     assert _markers(location) == 4 and len(done.folders_deleted) == 11 and len(done.markers_deleted) == 9
@@ -142,6 +155,9 @@ def test_a_compaction_killed_at_any_step_leaves_every_row_readable_once(spark, w
         folders = _folders(location)
         if step == "rows":  # the new rows are written, not committed: read as nothing
             assert folders == {DATES[0]: 7, DATES[1]: 5, DATES[2]: 2}
+        if step == "marker":  # the first date committed, its replaced folders still there: the recipe skips them too
+            count, rows = _by_hand(spark, location, DATES[0])
+            assert count == sum(1 for r in world["rows"] if dict(r)["date"] == DATES[0]) and rows == world["rows"]
         if step in ("folders", "markers"):
             assert sum(folders.values()) < 7 + 6 + 2  # (both dates compacted, before any deletion)
         done = compact(spark, open_history(location), BEFORE)
