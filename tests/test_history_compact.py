@@ -195,6 +195,18 @@ def test_two_writers_append_to_one_location_at_once(spark, tmp_path):
     assert not list(Path(location).rglob("_temporary"))
 
 
+def test_the_verb_says_what_it_did(spark, world):
+    location = _copy(world, "verb")
+    run = CliRunner().invoke(cli, ["history", "compact", location, "--before", BEFORE])
+    assert run.exit_code == 0, run.output
+    lines = run.output.splitlines()
+    assert [line.split(":")[0] for line in lines[:2]] == DATES[:2]
+    assert "6 batch folder(s) -> batch compact-" in lines[0] and "14 row(s) kept" in lines[0]
+    assert "deleted 11 replaced folder(s) and 9 marker(s); 2 date(s) compacted, 0 already one batch" in run.output
+    assert f"compacted {location} before {BEFORE}" in run.output and "11 folder(s) replaced" in run.output
+    assert _readable(spark, location) == world["rows"]
+
+
 @pytest.mark.parametrize("args,words", [(["/no/such/history"], "no history at /no/such/history"),
                                         (["{tmp}", "--before", "2025-11-31"], "--before '2025-11-31' is not a date")])
 def test_a_wrong_location_or_date_is_one_line_and_exit_2(tmp_path, args, words):
