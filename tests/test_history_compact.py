@@ -136,6 +136,10 @@ def test_compaction_reads_the_same_rows_from_one_batch_per_date(spark, world):
     assert _readable(spark, location) == expected and _folders(location) == {DATES[0]: 1, DATES[1]: 1, DATES[2]: 2}
     assert _markers(location) == 4
     assert committed_window(spark, location, "watch-3").startswith(f"compact-{DATES[1]}-")
+    # given the window's dates, watch's check reads only those dates' compacted markers
+    assert committed_window(spark, location, "watch-3", [DATES[1]]).startswith(f"compact-{DATES[1]}-")
+    assert committed_window(spark, location, "watch-3", [DATES[0], DATES[2]]) is None
+    assert committed_window(spark, location, "watch-today", []) is not None  # (its own marker)
 
 
 def test_a_compaction_killed_at_any_step_leaves_every_row_readable_once(spark, world):

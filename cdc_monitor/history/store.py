@@ -38,6 +38,8 @@ from cdc_monitor.history.layout import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from pyspark.sql import DataFrame, SparkSession
 
 # seconds to wait between a batch's rows and its commit marker: for the crash test only
@@ -83,12 +85,14 @@ def recorded_batch(batches: dict[str, dict[str, Any]], window: str) -> str | Non
     return held[0][1] if held else None
 
 
-def committed_window(spark: SparkSession, location: str, window: str) -> str | None:
+def committed_window(spark: SparkSession, location: str, window: str, dates: Iterable[str] | None = None) -> str | None:
     """The batch that committed ``window``, if one did: one small job over that window's markers and
-    the compacted ones (one per compacted date), so the listing does not grow with the batches."""
+    the compacted ones (a JSON line per compacted date; only those of ``dates``, the dates of the
+    window's rows, when given), so the listing does not grow with the batches."""
+    compacted = ",".join(f"{COMPACTED}{d}-*" for d in sorted(set(dates))) if dates is not None else f"{COMPACTED}*"
     try:
         rows = (spark.read.schema(COMMIT_READ_SCHEMA).option("basePath", f"{location}/{COMMITS}")
-                .json(f"{location}/{COMMITS}/batch={{{window}-*,{COMPACTED}*}}").collect())
+                .json(f"{location}/{COMMITS}/batch={{{window}-*{',' if compacted else ''}{compacted}}}").collect())
     except AnalysisException as err:
         if _missing(err):
             return None
