@@ -159,7 +159,7 @@ def test_unwritable_output_exits_2_before_spark(captures, tmp_path, flag, name):
 
 
 @pytest.mark.parametrize("verb", [["scan"], ["gate"], ["watch"], ["generate"], ["warm-up"], ["dashboards", "build"],
-                                  ["dashboards", "push"]])
+                                  ["dashboards", "push"], ["history", "compact"]])
 def test_help_shows_two_examples_and_the_exit_codes(verb):
     from click.testing import CliRunner
 

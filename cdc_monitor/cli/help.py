@@ -21,6 +21,8 @@ _EXAMPLES = {
                   "--jdbc-user cdc_ro --tables public.orders",
                   "cdc-monitor reconcile --bootstrap-servers kafka:9092 --topics 'pg\\..*' --jdbc-url "
                   "jdbc:postgresql://db/shop --jdbc-password-file /run/secrets/pg --output json"),
+    "history compact": ("cdc-monitor history compact /var/lib/cdc-monitor/history   # daily, from cron",
+                        "cdc-monitor history compact s3a://bucket/cdc-history --before 2026-11-01 --config cdc-monitor.toml"),
     "warm-up": ("cdc-monitor warm-up",
                 "CDC_MONITOR_CACHE_DIR=/opt/cdc-cache cdc-monitor warm-up   # in an image's build"),
 }
@@ -32,6 +34,7 @@ _OUTCOMES = {
     "dashboards build": ("written", "-"),
     "dashboards push": ("every dashboard uploaded", "-"),
     "reconcile": ("every row matches (in-flight rows aside)", "a row is missing, extra or differs"),
+    "history compact": ("compacted, or nothing to compact", "-"),
     "warm-up": ("the archive was written", "-"),
 }
 

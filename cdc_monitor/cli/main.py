@@ -332,9 +332,11 @@ def warm_up() -> None:
     click.echo(f"cdc-monitor: wrote {outcome.archive} ({outcome.archive.stat().st_size / 1e6:.0f} MB) in "
                f"{outcome.seconds:.1f}s{tidied}", err=True)
 
-from cdc_monitor.cli.reconcile import reconcile  # noqa: E402  (a verb of its own module)
+from cdc_monitor.cli.history import history  # noqa: E402  (verbs of their own modules)
+from cdc_monitor.cli.reconcile import reconcile  # noqa: E402
 
 cli.add_command(reconcile)
+cli.add_command(history)
 
 
 def main() -> None:

@@ -6,4 +6,5 @@ anomaly rules (checks/anomalies.py) read. The layout is a public contract: docs/
 - measure.py: the measurements as a part of the window's one collect, and the rows from it;
 - store.py: reading committed batches, writing one batch and its commit marker;
 - record.py: what a scan does with it: read, judge, write.
+- compact.py: each old date's committed batches as one (``cdc-monitor history compact``).
 """

@@ -3,13 +3,15 @@
 ::
 
     LOCATION/
-      date=YYYY-MM-DD/batch=<window id>-<attempt>/part-*.parquet   rows (Spark, partitioned by date, batch)
+      date=YYYY-MM-DD/batch=<window id>-<attempt>/part-*.parquet   rows (one Spark write per date folder)
       _commits/batch=<window id>-<attempt>/part-*.json             one row per committed batch
 
 A batch is the rows one scan writes for its window. It is readable once its commit marker exists;
 the marker is written after every data file is in place, so a writer killed at any moment leaves
 either a committed batch or files no reader reads. A window's id is a hash of its servers, its
 bounds and the interval: scanning the same window again finds it committed and writes nothing.
+Compaction (compact.py) writes a date's kept rows as one batch whose marker names the folders it
+replaces and the windows it absorbed; readers skip replaced folders.
 """
 
 from __future__ import annotations
@@ -47,7 +49,11 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 PARTITIONS: tuple[tuple[str, str], ...] = (("date", "string"), ("batch", "string"))
 # a commit marker's row (its folder, ``batch=...``, names the batch)
 COMMIT_COLUMNS: tuple[tuple[str, str], ...] = (("window_id", "string"), ("rows", "bigint"), ("committed_at_ms", "bigint"),
-                                               ("dates", "array<string>"))  # the date= folders the batch wrote
+                                               ("dates", "array<string>"),  # the date= folders the batch wrote
+                                               # compaction's: the "date=D/batch=B" folders this batch replaces
+                                               # (readers skip them), and the window ids their batches held
+                                               ("replaces", "array<string>"), ("windows", "array<string>"))
+COMPACTED = "compact-"  # a compacted batch's window id: compact-<date>
 NAMES = tuple(n for n, _ in COLUMNS)
 
 
@@ -65,6 +71,11 @@ def window_id(servers: Iterable[str], start_ms: int, end_ms: int, interval_ms: i
     """The same window scanned again has the same id (servers sorted, bounds of record time)."""
     text = "|".join([",".join(sorted(servers)), str(start_ms), str(end_ms), str(interval_ms)])
     return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def folder(date: str, batch: str) -> str:
+    """A batch's folder on a date, relative to the location (a marker's ``replaces`` entry)."""
+    return f"date={date}/batch={batch}"
 
 
 def date_of(ms: int) -> str:

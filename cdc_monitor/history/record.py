@@ -13,7 +13,7 @@ from cdc_monitor.checks.anomalies import Judgement, judge_window
 from cdc_monitor.checks.baseline import METRICS, BaselineSettings, HistoryIndex
 from cdc_monitor.history.layout import intervals, window_id
 from cdc_monitor.history.measure import FINDINGS_PART, MEASURE_PART, window_rows
-from cdc_monitor.history.store import committed, hours_of, lookback_ms, read_history, write_batch
+from cdc_monitor.history.store import committed, hours_of, lookback_ms, read_history, recorded_batch, write_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -72,7 +72,7 @@ def record_window(spark: SparkSession, cfg: ScanConfig, window: dict[str, Any], 
     for f in judged.findings:
         counts = by_row[(f["server"], f["table"], f["interval_start_ms"])]["findings"]
         counts[f["rule"]] = counts.get(f["rule"], 0) + 1
-    done = next((b for b, c in batches.items() if c["window_id"] == wid), None)
+    done = recorded_batch(batches, wid)
     batch = done if done is not None else write_batch(spark, cfg.history, wid, rows)
     report |= {"recorded": True, "window_id": wid, "batch": batch, "already_recorded": done is not None,
                "rows_written": 0 if done is not None else len(rows), "history_rows_read": len(past),

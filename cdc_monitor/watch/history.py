@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.checks.lag import QUANTILES
 from cdc_monitor.history import sketch
-from cdc_monitor.history.layout import HISTORY_OPS
+from cdc_monitor.history.layout import HISTORY_OPS, date_of
 from cdc_monitor.history.measure import empty_row
 from cdc_monitor.history.store import committed_window, write_batch
 
@@ -198,7 +198,7 @@ def record(spark: SparkSession, location: str, hist: WatchHistory, step: int, la
     if not rows:
         return Written()
     wid = rows_id(rows)
-    done = committed_window(spark, location, wid)
+    done = committed_window(spark, location, wid, {date_of(r["interval_start_ms"]) for r in rows})
     batch = done if done is not None else write_batch(spark, location, wid, rows)
     per: dict[str, int] = {}
     for r in rows if done is None else ():
