@@ -75,7 +75,7 @@ bash scripts/jars.sh .venv/bin/python
 
 # The JVM class archive every later Spark start maps (seconds off each CLI run the suite makes;
 # tests/test_jvm_archive.py proves a scan uses it). Not fatal: without it runs are only slower.
-.venv/bin/python -m cdc_monitor warm-up || echo "test.sh: cdc-monitor warm-up failed; running without the JVM class archive" >&2
+.venv/bin/python -m cdc_monitor warm-up --if-missing || echo "test.sh: cdc-monitor warm-up failed; running without the JVM class archive" >&2
 
 # Two workers (xdist): the suite waits on brokers, servers and JVM starts as much as it computes.
 # Tests that share the Spark standalone cluster run on one worker (their xdist_group), so only

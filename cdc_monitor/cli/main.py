@@ -322,12 +322,16 @@ def dashboards_push(grafana_url: str, token_env: str, folder: str, folder_path: 
 
 
 @cli.command("warm-up", epilog=epilog("warm-up"))
-def warm_up() -> None:
+@click.option("--if-missing", is_flag=True, help="Keep the archive already written for this Java, pyspark and jars.")
+def warm_up(if_missing: bool) -> None:
     """Write the JVM class archive that makes every later run start seconds faster (runs once by
     itself otherwise; for images and CI set-up). CDC_MONITOR_JVM_CACHE=off disables the archive."""
     from cdc_monitor.verbs import warm_up as verb
 
-    outcome = verb.run()
+    outcome = verb.run(verb.Settings(if_missing=if_missing))
+    if not outcome.written:
+        click.echo(f"cdc-monitor: {outcome.archive} is up to date", err=True)
+        return
     tidied = f"; removed {len(outcome.removed)} older cache file(s)" if outcome.removed else ""
     click.echo(f"cdc-monitor: wrote {outcome.archive} ({outcome.archive.stat().st_size / 1e6:.0f} MB) in "
                f"{outcome.seconds:.1f}s{tidied}", err=True)

@@ -119,9 +119,22 @@ def archive_path(settings: Mapping[str, str] | None = None) -> Path:
     import pyspark
 
     java = _java()
-    jars = "|".join((settings or {"spark.jars": with_operator_jar(None)}).get(k, "") for k in CLASSPATH_SETTINGS)
+    jars = "|".join(_stamped((settings or {"spark.jars": with_operator_jar(None)}).get(k, "")) for k in CLASSPATH_SETTINGS)
     stamp = f"{java}|{_mtime(java)}|{pyspark.__version__}|{os.path.dirname(pyspark.__file__)}|{jars}"
     return cache_dir() / f"spark-driver-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.jsa"
+
+
+def _stamped(paths: str) -> str:
+    """A classpath setting with each local jar's time and size: a jar built again (the operator jar
+    after a change to cdc_monitor/java) is another classpath, whose archive the JVM would refuse."""
+    out = []
+    for p in paths.split(","):
+        try:
+            st = os.stat(p)
+            out.append(f"{p}@{int(st.st_mtime)}:{st.st_size}")
+        except OSError:
+            out.append(p)  # (not a local file: a Maven coordinate, a URL)
+    return ",".join(out)
 
 
 def _mtime(path: str) -> int:

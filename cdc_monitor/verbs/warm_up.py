@@ -16,13 +16,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cdc_monitor.errors import UsageError
-from cdc_monitor.runtime.jvm import DUMP_TIMEOUT_S, KEPT_ZIPS, ZIP_PARTS, ZIPS, DriverStart, prune, with_operator_jar
+from cdc_monitor.runtime.jvm import (
+    DUMP_TIMEOUT_S,
+    KEPT_ZIPS,
+    ZIP_PARTS,
+    ZIPS,
+    DriverStart,
+    archive_path,
+    prune,
+    with_operator_jar,
+)
 from cdc_monitor.runtime.settings import LOCAL_DEFAULTS
 
 
 @dataclass(frozen=True)
 class Settings:
-    pass  # (where the archive goes: CDC_MONITOR_CACHE_DIR; CDC_MONITOR_JVM_CACHE=off disables it)
+    # (where the archive goes: CDC_MONITOR_CACHE_DIR; CDC_MONITOR_JVM_CACHE=off disables it)
+    if_missing: bool = False  # keep the archive of this Java, pyspark and jars if there is one
 
 
 @dataclass
@@ -30,6 +40,7 @@ class Outcome:
     archive: Path
     seconds: float
     removed: list[Path] = field(default_factory=list)  # older cache files tidied away
+    written: bool = True  # False: --if-missing found it written
 
 
 def run(settings: Settings | None = None) -> Outcome:
@@ -37,6 +48,8 @@ def run(settings: Settings | None = None) -> Outcome:
 
     started = time.time()
     jars = with_operator_jar(None)
+    if settings is not None and settings.if_missing and (existing := archive_path({"spark.jars": jars})).is_file():
+        return Outcome(existing, round(time.time() - started, 1), written=False)
     start = DriverStart(small_input=True, settings={"spark.jars": jars}, force_dump=True)
     archive = None
     if start.dump_to is not None:

@@ -106,3 +106,24 @@ def test_a_new_package_zip_removes_the_oldest(cache):
     assert kept == {zip_path, *old[:jvm.KEPT_ZIPS - 1]} and not dead_part.exists()
     again = _aged(zip_path, 10_000)  # built before: used again, not rebuilt, and counted as used now
     assert package_zip() == again and again.stat().st_mtime > time.time() - 60
+
+
+def test_archive_key_follows_a_jar_built_again(cache, tmp_path):
+    """The operator jar rebuilt (another size or time) is another classpath: the JVM would refuse the
+    old archive, so it has another key and warm-up --if-missing writes it again."""
+    jar = tmp_path / "op.jar"
+    jar.write_bytes(b"one")
+    before = jvm.archive_path({"spark.jars": str(jar)})
+    assert jvm.archive_path({"spark.jars": str(jar)}) == before
+    jar.write_bytes(b"two, longer")
+    assert jvm.archive_path({"spark.jars": str(jar)}) != before
+
+
+def test_warm_up_if_missing_keeps_an_archive_already_written(cache, monkeypatch):
+    from cdc_monitor.verbs import warm_up
+
+    archive = jvm.archive_path()
+    archive.write_bytes(b"x")
+    monkeypatch.setattr(warm_up.subprocess, "run", lambda *a, **k: pytest.fail("spark-submit ran"))
+    out = warm_up.run(warm_up.Settings(if_missing=True))
+    assert (out.archive, out.written) == (archive, False) and archive.read_bytes() == b"x"
