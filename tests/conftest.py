@@ -23,7 +23,7 @@ LONG_FIRST = (
 # tests on one worker, so the fixture is built once, not once per worker
 ONE_WORKER_MODULES = ("test_accuracy.py", "test_accuracy_features.py", "test_seed_golden.py",
                       "test_prometheus_integration.py", "test_reconcile.py",
-                      "test_broker_faults.py", "test_history.py", "test_history_compact.py", "test_watch_history.py")
+                      "test_broker_faults.py")
 
 
 @pytest.hookimpl(tryfirst=True)
