@@ -80,9 +80,9 @@ class FindingsSeries:
                 .withColumn("rn", F.when(counts, F.col("rn"))))  # the series lists no findings
         kept = {"rule": F.lit(True), "severity": ~per_table, "server": counts | per_table, "table": counts | per_table}
         keys = [F.col(SET), *[F.when(kept.get(c, counts), F.col(c)).alias(c) for c in group]]
-        t_ms = F.when(F.col(SET) == 1, _bucket(F.col(_TS), self.step or 1))
-        part = F.when(counts, F.lit("findings"))
-        if self.history_step is not None:
-            t_ms = t_ms.when(per_table, _bucket(F.col(_TS), self.history_step))
-            part = part.when(per_table, F.lit(FINDINGS_PART))
-        return both, [*keys, t_ms.alias("t_ms")], part.otherwise(F.lit(SERIES_PART))
+        t_ms, part = F.lit(None).cast("bigint"), F.when(counts, F.lit("findings"))
+        for where, step, name in ((F.col(SET) == 1, self.step, SERIES_PART), (per_table, self.history_step, FINDINGS_PART)):
+            if step is not None:
+                t_ms = F.when(where, _bucket(F.col(_TS), step)).otherwise(t_ms)
+                part = part.when(where, F.lit(name))
+        return both, [*keys, t_ms.alias("t_ms")], part

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.checks.lag import QUANTILES
@@ -53,9 +53,6 @@ class WatchHistory:
     closed_until: dict[str, int] = field(default_factory=dict)  # server -> the end of its last interval written
     dirty: list[str] = field(default_factory=list)  # written intervals with late records since
     step: int | None = None  # the intervals' length
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
     def kept_for(self, step: int | None) -> WatchHistory:
         """This history, for a batch with intervals of ``step`` (None: no history). A watch run
@@ -95,7 +92,8 @@ def absorb(hist: WatchHistory, partials: list[dict[str, Any]], findings: list[di
         for c in COUNTED:
             got[c] += int(r[c])
         if r["lag_max_ms"] is not None:
-            got["lag_max_ms"] = max(int(r["lag_max_ms"]), got["lag_max_ms"] if got["lag_max_ms"] is not None else int(r["lag_max_ms"]))
+            top = int(r["lag_max_ms"])
+            got["lag_max_ms"] = top if got["lag_max_ms"] is None else max(top, got["lag_max_ms"])
         if r["bucket"] is not None:
             sketch.merge(got["lags"], {str(r["bucket"]): int(r["events"])})  # (a bucket's events all have a lag)
         _touched(hist, server, start, table)
@@ -155,8 +153,7 @@ def close(hist: WatchHistory, step: int, lateness_ms: int) -> list[dict[str, Any
         while start + step <= mark - lateness_ms:
             rows += [_row(hist, server, table, start, step) for table in sorted(hist.tables.get(server, {}))]
             start += step
-        if start > hist.closed_until.get(server, start - 1):
-            hist.closed_until[server] = start
+        hist.closed_until[server] = start  # (never back: start began there)
     for key in sorted(hist.dirty):
         server, table, start = key.rsplit("|", 2)
         rows.append(_row(hist, server, table, int(start), step))

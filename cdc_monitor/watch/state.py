@@ -42,7 +42,6 @@ class WatchState:
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["partitions"] = {k: asdict(v) for k, v in self.partitions.items()}
-        out["history"] = self.history.to_json()
         return out
 
     @classmethod
