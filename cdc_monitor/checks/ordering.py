@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.sql import SqlFindings, finding_sql, findings_frame, lit
+from cdc_monitor.checks.sql import JavaFunction, SqlFindings, finding_sql, findings_frame
 from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
@@ -72,72 +72,35 @@ CONTENT_HASH = ("xxhash64(op, before, after, coalesce(CAST(position AS STRING), 
                 "txn_total_order, update_hash)")
 # when the connector processed the event (ts_us when sent, else ts_ms as written): a replay's is new
 PROCESSED = "coalesce(CAST(ts_us AS STRING), CAST(ts_ms_raw AS STRING))"
-_LOC = dict(topic="topic", partition="partition", offset="offset", key="key", txn_id="txn_id", server="server",
-            table="`table`")
-# the keyed records with their place among the key's records: computed once, read by every rule
-# (keyless data events take part in copy detection only: ``keyed`` is false for them)
-_RECORDS = f"""
-SELECT *,
-  min_by(partition, struct(record_ts_ms, partition, offset)) OVER (PARTITION BY topic, key_payload) AS home,
-  size(collect_set(partition) OVER (PARTITION BY topic, key_payload)) > 1 AS multi,
-  {{from_start}} AS from_start,
-  kind = 'data' AND row_number() OVER copies > 1 AS dup,
-  first_value(struct(offset, processed)) OVER copies AS original,
-  lag(CASE WHEN kind = 'data' THEN op ELSE '~' END) OVER (PARTITION BY topic, partition, key_payload ORDER BY offset)
-    AS prev_any_op
-FROM (SELECT topic, partition, offset, record_ts_ms, key, key_payload, key_payload IS NOT NULL AS keyed, kind, op,
-             snapshot, position, txn_id, server, `table`, CASE WHEN kind = 'data' THEN {CONTENT_HASH} END AS content,
-             {PROCESSED} AS processed
+# the key pass: one aggregate per (topic, key payload) collects each record as this struct (its
+# fields in java/KeyJudge.java's Rec order: no row images, their hash) and the judge returns the
+# key's findings; keyless data events of a topic are one group, judged for copies only
+_KEY_RECORD = f"""struct(partition, offset, record_ts_ms, kind = 'tombstone', op, snapshot, position,
+  CASE WHEN kind = 'data' THEN {CONTENT_HASH} END, {PROCESSED}, {{from_start}}, key, txn_id, server, `table`)"""
+KEY_JUDGE = JavaFunction(
+    "cdc_monitor_judge_keys", "cdcmonitor.KeyJudge",
+    "array<struct<rule:string,partition:int,offset:bigint,offsets:array<bigint>,key:string,txn_id:string,"
+    "message:string,server:string,`table`:string>>")
+_KEY_FINDINGS = f"""
+SELECT topic, inline(found)
+FROM (SELECT topic, {KEY_JUDGE.name}(collect_list({_KEY_RECORD}), key_payload IS NOT NULL) AS found
       FROM {{{{events}}}}
-      WHERE kind IN ('data', 'tombstone') AND decode_error IS NULL AND (key_payload IS NOT NULL OR kind = 'data'))
-WINDOW copies AS (PARTITION BY topic, partition, key_payload, content ORDER BY offset)"""
-# data events in offset order per key, duplicates set aside
-_DATA = """
-SELECT *, lag(op) OVER w AS prev_op, lag(position) OVER w AS prev_pos, lag(snapshot) OVER w AS prev_snapshot,
-  row_number() OVER w AS n
-FROM {ordering_records} WHERE kind = 'data' AND keyed AND NOT dup AND op IN ('c', 'u', 'd', 'r')
-WINDOW w AS (PARTITION BY topic, partition, key_payload ORDER BY offset)"""
+      WHERE kind IN ('data', 'tombstone') AND decode_error IS NULL AND (key_payload IS NOT NULL OR kind = 'data')
+      GROUP BY topic, key_payload)"""
 
 
 def ordering_sql(ctx: CheckContext) -> SqlFindings:
-    """The ordering check's findings as SQL (checks/sql.py) over ``{events}``."""
+    """The ordering check's findings as SQL (checks/sql.py) over ``{events}``: the key pass, every
+    rule judged per key by ``KEY_JUDGE`` in one aggregate (one read of the events, one shuffle)."""
     from_start, args = ctx.facts.from_start_sql()
-    first_record = lit("tombstone is the key's first record")
     return SqlFindings(
-        kept=(("ordering_records", _RECORDS.format(from_start=from_start)),),
-        ctes=(("ordering_data", _DATA),),
+        ctes=(("key_findings", _KEY_FINDINGS.format(from_start=from_start)),),
         args=args,
-        selects=(
-            # keys in several partitions of a topic: the partition of the key's first record is home
-            f"""SELECT {finding_sql(KEY_IN_MULTIPLE_PARTITIONS, "concat('key also in partition ', home, ' of this topic')",
-                                    topic="topic", partition="partition", offset="f.offset", offsets="offs",
-                                    key="f.key", txn_id="f.txn_id", server="f.server", table="f.`table`")}
-            FROM (SELECT topic, partition, key_payload, home, min_by(struct(offset, key, txn_id, server, `table`), offset) AS f,
-                         sort_array(collect_list(offset)) AS offs
-                  FROM {{ordering_records}} WHERE keyed AND multi AND partition != home
-                  GROUP BY topic, partition, key_payload, home)""",
-            f"""SELECT {finding_sql(DUPLICATE, "concat('the record at offset ', CAST(original.offset AS STRING), "
-                                    "' again: same op, row, source position and processing time')", **_LOC)}
-            FROM {{ordering_records}} WHERE dup AND original.processed <=> processed""",
-            f"""SELECT {finding_sql(REPLAYED_AFTER_RESTART, "concat('the change event at offset ', "
-                                    "CAST(original.offset AS STRING), ' sent again (same op, row and source position), "
-                                    "processed again at ', coalesce(processed, '?'), ' (first at ', "
-                                    "coalesce(original.processed, '?'), '): the connector resumed from an earlier "
-                                    "committed offset')", **_LOC)}
-            FROM {{ordering_records}} WHERE dup AND NOT original.processed <=> processed""",
-            f"""SELECT {finding_sql(TOMBSTONE_WITHOUT_DELETE, f"CASE WHEN prev_any_op IS NULL THEN {first_record} "
-                                    "ELSE 'tombstone not preceded by a delete' END", **_LOC)}
-            FROM {{ordering_records}}
-            WHERE kind = 'tombstone' AND CASE WHEN prev_any_op IS NULL THEN from_start AND NOT multi ELSE prev_any_op != 'd' END""",
-            f"""SELECT {finding_sql(POSITION_REGRESSION, "concat('source position ', CAST(position AS STRING), "
-                                    "' is behind the previous ', CAST(prev_pos AS STRING))", **_LOC)}
-            FROM ordering_data WHERE position IS NOT NULL AND prev_pos IS NOT NULL AND NOT snapshot AND NOT prev_snapshot
-              AND position < prev_pos""",
-            f"""SELECT {finding_sql(EVENT_AFTER_DELETE, "concat('op ', op, ' after the key was deleted')", **_LOC)}
-            FROM ordering_data WHERE op IN ('u', 'd') AND prev_op = 'd'""",
-            f"""SELECT {finding_sql(MISSING_CREATE, "concat('op ', op, ' of a key never created in this partition')", **_LOC)}
-            FROM ordering_data WHERE n = 1 AND op IN ('u', 'd') AND from_start AND NOT multi""",
-        ),
+        functions=(KEY_JUDGE,),
+        selects=(f"""SELECT {finding_sql(RULES, "message", rule_name="rule", topic="topic", partition="partition",
+                                       offset="offset", offsets="offsets", key="key", txn_id="txn_id",
+                                       server="server", table="`table`")}
+            FROM key_findings""",),
     )
 
 

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.checks.findings import FINDING_SCHEMA, MAX_OFFSETS
+from cdc_monitor.vocabulary import Rule
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
     from cdc_monitor.checks.context import Placement
-    from cdc_monitor.vocabulary import Rule
 
 def lit(value: str | int | bool | None) -> str:
     """``value`` as a SQL literal (text quoted, quotes and backslashes escaped)."""
@@ -44,25 +44,47 @@ def key_payload_sql(key: str) -> str:
     return f"CASE WHEN get_json_object({key}, '$.schema') IS NOT NULL AND {payload} IS NOT NULL THEN {payload} ELSE {key} END"
 
 
-def finding_sql(rule: Rule, message: str, *, topic: str | None = None, partition: str | None = None,
-                offset: str | None = None, offsets: str | None = None, key: str | None = None,
-                txn_id: str | None = None, server: str | None = None, table: str | None = None) -> str:
+def finding_sql(rule: Rule | Sequence[Rule], message: str, *, rule_name: str | None = None, topic: str | None = None,
+                partition: str | None = None, offset: str | None = None, offsets: str | None = None,
+                key: str | None = None, txn_id: str | None = None, server: str | None = None,
+                table: str | None = None) -> str:
     """The select-list of a finding of ``rule`` (``findings.finding`` in SQL): each argument an
-    expression over the subquery it selects from; a missing location is a typed null."""
+    expression over the subquery it selects from; a missing location is a typed null. With several
+    rules, ``rule_name`` is the expression naming each row's rule (one of them): their check and
+    severity follow it."""
     def typed(expr: str | None, typ: str) -> str:
         return f"CAST({expr if expr is not None else 'NULL'} AS {typ})"
 
+    def declared(attr: str) -> str:
+        values = {getattr(r, attr) for r in rules}
+        if len(values) == 1:
+            return lit(values.pop())
+        return "CASE " + " ".join(f"WHEN {name_sql} = {lit(r.name)} THEN {lit(getattr(r, attr))}" for r in rules) + " END"
+
+    rules = (rule,) if isinstance(rule, Rule) else tuple(rule)
+    assert len(rules) == 1 or rule_name is not None, "several rules: name each row's with rule_name"
+    name_sql = lit(rules[0].name) if rule_name is None else rule_name
     offset_sql = typed(offset, "bigint")
     if offsets is None:
         offsets = f"CASE WHEN {offset_sql} IS NOT NULL THEN array({offset_sql}) END"
     columns = [
-        (lit(rule.check), "check"), (lit(rule.name), "rule"), (lit(rule.severity), "severity"),
+        (declared("check"), "check"), (f"CAST({name_sql} AS string)", "rule"), (declared("severity"), "severity"),
         (typed(topic, "string"), "topic"), (typed(partition, "int"), "partition"), (offset_sql, "offset"),
         (f"slice(CAST({offsets} AS array<bigint>), 1, {MAX_OFFSETS})", "offsets"),
         (key_payload_sql(typed(key, "string")), "key"), (typed(txn_id, "string"), "txn_id"),
         (f"CAST({message} AS string)", "message"), (typed(server, "string"), "server"), (typed(table, "string"), "table"),
     ]
     return ", ".join(f"{expr} AS `{name}`" for expr, name in columns)
+
+
+@dataclass(frozen=True)
+class JavaFunction:
+    """A function of the operators jar a check's text calls (a Java UDF: Spark's public
+    ``registerJavaFunction``), registered in the session by ``findings_frame`` before the statement."""
+
+    name: str
+    java_class: str
+    returns: str  # its return type, as DDL
 
 
 @dataclass(frozen=True)
@@ -78,6 +100,7 @@ class SqlFindings:
     # 0.30 s: a frame given to spark.sql is a view whose plan is copied at every reference)
     kept: tuple[tuple[str, str], ...] = ()
     args: Mapping[str, Any] = field(default_factory=dict)  # named parameters (:name)
+    functions: tuple[JavaFunction, ...] = ()  # Java functions of the operators jar the text calls
 
 
 def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFrame],
@@ -90,6 +113,8 @@ def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFr
     ctes: list[tuple[str, str]] = []
     selects: list[str] = []
     keep = placement.keep if placement is not None and not placement.one_partition else None
+    for function in {f for check in checks for f in check.functions}:
+        register(spark, function)
     for check in checks:
         named: list[str] = []  # kept subqueries of the statement: {name} becomes the name
         for name, text in check.kept:
@@ -110,6 +135,22 @@ def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFr
     text = (("WITH " + ",\n".join(f"{n} AS ({q})" for n, q in ctes) + "\n") if ctes else "") + \
         "\nUNION ALL\n".join(f"SELECT * FROM ({s})" for s in selects)
     return spark.sql(text, args=args, **frames)
+
+
+def register(spark: SparkSession, function: JavaFunction) -> None:
+    """``function`` registered in ``spark`` (idempotent); a session without the operators jar is a fix-it error."""
+    from cdc_monitor.errors import EnvironmentProblem
+    from cdc_monitor.runtime.jvm import operator_jar
+
+    try:
+        spark.udf.registerJavaFunction(function.name, function.java_class, function.returns)
+    except Exception as exc:  # the class is not on the session's classpath
+        if not any(s in str(exc) for s in ("ClassNotFound", "Can not load class", "CANNOT_LOAD")):
+            raise
+        raise EnvironmentProblem(
+            f"cdc-monitor's checks ({function.java_class}) are not on this Spark session's classpath: start the session "
+            f"with cdc_monitor.runtime.session.get_spark (it adds {operator_jar()} to spark.jars), or pass that jar "
+            "with --jars to spark-submit") from None
 
 
 def _named(text: str, names: list[str]) -> str:
