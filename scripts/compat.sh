@@ -26,15 +26,19 @@ if [ ! -f "$committed" ]; then
   echo "compat.sh: no $committed: build it with PYTHON=$venv/bin/python bash scripts/build_jar.sh and commit it" >&2
   exit 1
 fi
-if command -v javac >/dev/null 2>&1; then
-  fresh=$(mktemp -d)/operators.jar
-  PYTHON="$venv/bin/python" bash scripts/build_jar.sh "$fresh" >/dev/null
-  if ! cmp -s "$fresh" "$committed"; then
-    echo "compat.sh: $committed is not what the sources build to against pyspark $got: rebuild it" >&2
-    exit 1
-  fi
-  echo "compat.sh: $committed rebuilds identically" >&2
+# the committed jar must be what the sources build to: without a JDK that cannot be checked, so
+# refuse rather than test a jar that may be stale
+if ! command -v javac >/dev/null 2>&1 || ! command -v jar >/dev/null 2>&1; then
+  echo "compat.sh: no JDK (javac, jar) on PATH to check $committed against the sources: install one (apt-get install openjdk-17-jdk-headless)" >&2
+  exit 2
 fi
+fresh=$(mktemp -d)/operators.jar
+PYTHON="$venv/bin/python" bash scripts/build_jar.sh "$fresh" >/dev/null
+if ! cmp -s "$fresh" "$committed"; then
+  echo "compat.sh: $committed is not what the sources build to against pyspark $got: rebuild it" >&2
+  exit 1
+fi
+echo "compat.sh: $committed rebuilds identically" >&2
 
 set +e
 "$venv/bin/python" -m pytest -n "${CDC_MONITOR_TEST_WORKERS:-2}" --dist loadgroup -q -p no:cacheprovider \

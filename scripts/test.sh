@@ -12,21 +12,27 @@ if [ "${1:-}" = "--quick" ]; then
   shift
 fi
 
-# Java: Spark needs a JDK/JRE 17 or 21.
-if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
+# Java: Spark needs a JDK/JRE 17 or 21, and tests/test_operator_jar.py rebuilds the operator jar
+# from cdc_monitor/java/*.java to prove the committed jar is current: a JDK (javac, jar), not a JRE,
+# or that test fails (it does not skip: a stale jar must not pass green on a JRE-only machine).
+# A JDK named by JAVA_HOME counts: its bin goes first on PATH (build_jar.sh runs javac and jar from PATH).
+if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/javac" ]; then
+  export PATH="$JAVA_HOME/bin:$PATH"
+fi
+if ! command -v javac >/dev/null 2>&1 || ! command -v jar >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "test.sh: installing Java (openjdk-17-jre-headless)" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+    echo "test.sh: installing a JDK (openjdk-17-jdk-headless)" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null
   else
-    echo "test.sh: Java not found: install a JDK 17 or 21, or set JAVA_HOME" >&2
+    echo "test.sh: no JDK (javac) on PATH: install one (apt-get install openjdk-17-jdk-headless), JDK 17 or 21" >&2
     exit 2
   fi
 fi
 java -version 2>&1 | head -1 >&2
 
 # Debian packages: Prometheus, promtool, the Pushgateway and PostgreSQL (not started as services:
-# the tests start them on loopback ports and stop them), and headless Chromium (tests/test_html_report.py
-# opens the HTML report in a real browser). One apt run for whatever is missing.
+# the tests start them on loopback ports and stop them), and headless Chromium
+# (tests/test_html_report_in_a_browser.py opens the HTML report in a real browser). One apt run for whatever is missing.
 packages=""
 for bin in prometheus promtool; do
   command -v "$bin" >/dev/null 2>&1 || packages="prometheus"
@@ -74,7 +80,7 @@ fi
 bash scripts/jars.sh .venv/bin/python
 
 # The JVM class archive every later Spark start maps (seconds off each CLI run the suite makes;
-# tests/test_jvm_archive.py proves a scan uses it). Not fatal: without it runs are only slower.
+# tests/test_cli.py proves a scan uses it). Not fatal: without it runs are only slower.
 .venv/bin/python -m cdc_monitor warm-up --if-missing || echo "test.sh: cdc-monitor warm-up failed; running without the JVM class archive" >&2
 
 # Two workers (xdist): the suite waits on brokers, servers and JVM starts as much as it computes.
