@@ -7,9 +7,9 @@ record must still be counted.
 
 Two tests: a grid that puts every (field, value) pair into one record of every generated flavour,
 bare and with schemas, scanned once; and a hypothesis property that puts several drawn values into
-the same record.
-CI runs a few derandomized examples; explore more with
-``CDC_MONITOR_PROPERTY_EXAMPLES=50 CDC_MONITOR_PROPERTY_RANDOM=1 pytest tests/test_extreme_values.py``.
+the same record: EXAMPLES examples drawn up front (tests/support/properties.py: derandomized), each
+on topics of its own, scanned once. Explore more with
+``CDC_MONITOR_PROPERTY_EXAMPLES=200 CDC_MONITOR_PROPERTY_RANDOM=1 pytest tests/test_extreme_values.py``.
 """
 
 from __future__ import annotations
@@ -17,15 +17,14 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from cdc_monitor.generator import FLAVOUR_NAMES, generate
 from cdc_monitor.generator.kcat_writer import kcat_lines
+from tests.support.properties import draw, examples
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 EXTREMES: tuple[Any, ...] = (
@@ -48,10 +47,7 @@ MARKER_PATHS: tuple[tuple[Any, ...], ...] = (("event_count",), ("data_collection
 # the capture line's own record time
 LINE_PATHS: tuple[tuple[Any, ...], ...] = (("ts",),)
 
-EXAMPLES = int(os.environ.get("CDC_MONITOR_PROPERTY_EXAMPLES", "2"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,
-                    derandomize=not os.environ.get("CDC_MONITOR_PROPERTY_RANDOM"),
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+EXAMPLES = examples(40)
 
 
 def _set(doc: Any, path: tuple[Any, ...], value: Any) -> None:
@@ -175,11 +171,14 @@ VALUES = st.one_of(st.sampled_from(EXTREMES), st.integers(), st.floats(allow_nan
                    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 
 
-@SETTINGS
-@given(flavour=st.sampled_from(FLAVOUR_NAMES), schemas=st.booleans(),
-       edits=st.lists(st.lists(st.tuples(st.sampled_from(PATHS), VALUES), min_size=1, max_size=4), min_size=1, max_size=12))
-def test_drawn_extremes_in_several_fields_of_one_record(scan, tmp_path, flavour, schemas, edits):
-    note(f"flavour={flavour!r} schemas={schemas} edits={edits!r}")
+EDITS = st.fixed_dictionaries({
+    "flavour": st.sampled_from(FLAVOUR_NAMES), "schemas": st.booleans(),
+    "edits": st.lists(st.lists(st.tuples(st.sampled_from(PATHS), VALUES), min_size=1, max_size=4), min_size=1, max_size=12)})
+
+
+def edited_lines(flavour: str, schemas: bool, edits: list[list[tuple[tuple[tuple[Any, ...], str], Any]]]) -> list[dict]:
+    """The flavour's clean traffic, then one record per list of edits: a data event or transaction
+    marker with each (field, value) of the list set in it, appended at a new offset."""
     lines = flavour_lines(flavour, schemas)
     data, markers = _roles(lines)
     for n, record_edits in enumerate(edits):
@@ -191,5 +190,22 @@ def test_drawn_extremes_in_several_fields_of_one_record(scan, tmp_path, flavour,
             base = mutate(base if "payload" in base else pool[n % len(pool)], path, value, 2_000_000 + n)
         if "payload" in base:
             lines.append(base)
-    result = scan([_write(tmp_path, lines)])
-    assert_all_counted(result, lines)
+    return lines
+
+
+def test_drawn_extremes_in_several_fields_of_one_record(scan, tmp_path):
+    """EXAMPLES drawn (flavour, schemas, records of several edited fields), each on topics of its
+    own, in one scan; a failing batch is scanned again example by example to name the falsifying one."""
+    cases = draw(EDITS, EXAMPLES)
+    per_case = [[_renamed(line, f"x{i}_") for line in edited_lines(**e)] for i, e in enumerate(cases)]
+    assert len({(e["flavour"], e["schemas"]) for e in cases}) > 1 and sum(len(e["edits"]) for e in cases) > len(cases)
+    lines = [line for case in per_case for line in case]
+    try:
+        assert_all_counted(scan([_write(tmp_path, lines)]), lines)
+    except AssertionError:
+        for e, case in zip(cases, per_case, strict=True):
+            try:
+                assert_all_counted(scan([_write(tmp_path, case)]), case)
+            except AssertionError as err:
+                raise AssertionError(f"falsifying example: {e!r}") from err
+        raise
