@@ -81,18 +81,20 @@ def test_the_end_of_a_partition_being_written_is_found_while_records_keep_coming
 
     writer = threading.Thread(target=write)
     writer.start()
+    o = opts(kafka_broker, subscribe="busy.t", timeoutSeconds="60")
     try:
         time.sleep(1)
-        o = opts(kafka_broker, subscribe="busy.t", timeoutSeconds="6")
         with BrokerInspector(o) as insp:
-            started = time.monotonic()
             marks = insp.watermarks([("busy.t", 0)])
+            # waiting for the end that never shows would raise InputError ("could not find the end") at the timeout
             end = insp.true_ends(marks)[("busy.t", 0)]
-            took = time.monotonic() - started
+            assert writer.is_alive()  # the end was found while records kept coming, not after they stopped
     finally:
         stop.set()
         writer.join()
-    assert took < 5 and end >= marks[("busy.t", 0)][1] > 5
+    assert end >= marks[("busy.t", 0)][1] > 5
+    with BrokerInspector(o) as insp:  # the writer went on past that end: it was not the partition's last record
+        assert insp.watermarks([("busy.t", 0)])[("busy.t", 0)][1] > end
     assert sum(b.num_rows for b in read_range(o, OffsetRange("busy.t", 0, 0, end))) == end
 
 
@@ -233,16 +235,20 @@ def run_cli(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cdc_monitor", *args], capture_output=True, text=True, timeout=timeout)
 
 
-def test_unreachable_broker_exits_2_promptly_with_a_hint():
+def test_unreachable_broker_exits_2_before_spark_with_a_hint():
+    """It gives up (librdkafka alone would retry forever) before starting Spark: a deadline bounds the
+    wait, and passing it fails with what hung."""
     from tests.support.broker import free_port
 
-    started = time.monotonic()
-    proc = run_cli("scan", "--bootstrap-servers", f"127.0.0.1:{free_port()}", "-X", "socket.timeout.ms=5000")
-    elapsed = time.monotonic() - started
+    try:
+        proc = run_cli("scan", "--bootstrap-servers", f"127.0.0.1:{free_port()}", "-X", "socket.timeout.ms=5000", timeout=90)
+    except subprocess.TimeoutExpired as hung:
+        pytest.fail(f"scan against an unreachable broker was still running after {hung.timeout} s: "
+                    f"{(hung.stderr or b'')[-2000:]!r}")
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot reach Kafka at 127.0.0.1" in lines[0] and "--bootstrap-servers" in lines[0]
-    assert elapsed < 30
+    assert "starting Spark" not in proc.stderr
 
 
 def test_missing_topic_cli_exit_2(numbered):
