@@ -119,16 +119,73 @@ def test_promtool_accepts_the_exposition(faulty_snapshot, stack):
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("title,expr", panel_exprs() + variable_exprs())
+def live_exprs() -> list[tuple[str, str]]:
+    return [(t, e) for t, e in panel_exprs() + variable_exprs() if not NEEDS_HISTORY.search(e)]
+
+
+def baseline_exprs() -> list[tuple[str, str]]:
+    return [(t, e) for t, e in panel_exprs() if NEEDS_HISTORY.search(e)]
+
+
+def _band(expr: str) -> str:
+    """The recorded series a baseline panel draws."""
+    return NEEDS_HISTORY.search(expr).group(0)
+
+
+def test_the_panels_split_into_live_and_baseline_ones():
+    """Every panel is in one of the two tests below, and the baseline panels are the lag and rate bands."""
+    assert len(live_exprs()) + len(baseline_exprs()) == len(panel_exprs() + variable_exprs())
+    assert {_band(e) for _, e in baseline_exprs()} == set(BASELINE_AFTER_A_STEADY_WEEK)
+
+
+@pytest.mark.parametrize("title,expr", live_exprs())
 def test_every_dashboard_query_returns_data(stack, title, expr):
-    """Baseline bands need a week of history: they must evaluate, and read only recorded series."""
+    """Every panel and variable but the baseline bands, against the live stack."""
     answer = query(stack["prom"], substitute(expr))
     assert answer["status"] == "success", (title, answer)
     assert set(re.findall(r"cdc:[a-z0-9_:]+", expr)) <= RECORDED, expr
-    if NEEDS_HISTORY.search(expr):
-        assert not answer["data"]["result"], f"a fresh Prometheus has no baseline, yet {expr} returns data"
-    else:
-        assert answer["data"]["result"], f"panel {title!r} returns no data: {expr}"
+    assert answer["data"]["result"], f"panel {title!r} returns no data: {expr}"
+
+
+@pytest.mark.parametrize("title,expr", baseline_exprs())
+def test_baseline_panels_evaluate_and_are_empty_on_a_fresh_prometheus(stack, title, expr):
+    """The bands need a week of history (the 1w reference): on the live stack they evaluate, read only
+    recorded series, and draw nothing rather than a baseline from minutes of data."""
+    answer = query(stack["prom"], substitute(expr))
+    assert answer["status"] == "success", (title, answer)
+    assert set(re.findall(r"cdc:[a-z0-9_:]+", expr)) <= RECORDED, expr
+    assert not answer["data"]["result"], f"a fresh Prometheus has no baseline, yet {expr} returns data"
+
+
+# a table steady for a week: 1 event/s (60 a minute), lag p99 0.2 s; its bands as the rules define them
+STEADY_RATE, STEADY_LAG = 1.0, 0.2
+BASELINE_AFTER_A_STEADY_WEEK = {
+    "cdc:table_events:baseline": STEADY_RATE, "cdc:table_events:band_lower": 0.4 * STEADY_RATE,
+    "cdc:table_events:band_upper": 3 * STEADY_RATE,
+    "cdc:table_lag_p99:baseline": STEADY_LAG, "cdc:table_lag_p99:band_upper": 4 * STEADY_LAG + 1}
+
+
+def test_baseline_panels_draw_the_bands_after_a_week_of_history(tmp_path):
+    """The same panel queries over a week and an hour of steady history (promtool test rules, the
+    shipped anomaly rules): each draws its band at the value the rules define."""
+    minutes = 7 * 24 * 60 + 60
+    spec = {
+        "rule_files": [str(RULE_FILES[1])],
+        "evaluation_interval": "5m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": [
+                {"series": 'cdc_events_total{server="s1", table="inv.orders", op="c"}', "values": f"0+60x{minutes}"},
+                {"series": 'cdc_lag_seconds{server="s1", table="inv.orders", quantile="0.99"}',
+                 "values": f"{STEADY_LAG}x{minutes}"}],
+            "promql_expr_test": [
+                {"expr": substitute(expr), "eval_time": "7d1h",
+                 "exp_samples": [{"labels": "{}", "value": BASELINE_AFTER_A_STEADY_WEEK[_band(expr)]}]}
+                for _, expr in baseline_exprs()]}]}
+    test_file = tmp_path / "baseline-panels.test.yml"
+    test_file.write_text(yaml.safe_dump(spec))
+    proc = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
 @pytest.mark.parametrize("alert,expr", rule_exprs())
@@ -184,10 +241,50 @@ def _group_text(gateway, job: str) -> str:
     return "\n".join(line for line in lines if f'job="{job}"' in line)
 
 
+def _rewritten_while_read(path: Path, snapshots: list, writes: int = 150) -> tuple[list[bytes | None], int]:
+    """Rewrite ``path`` ``writes`` times, cycling through the snapshots, while a thread reads it as fast
+    as it can. Returns every distinct content read (None: the file was missing) and how many reads."""
+    import threading
+
+    seen: set[bytes | None] = set()
+    reads, done = 0, threading.Event()
+
+    def read() -> None:
+        nonlocal reads
+        while not done.is_set():
+            try:
+                seen.add(path.read_bytes())
+            except FileNotFoundError:
+                seen.add(None)
+            reads += 1
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for i in range(writes):
+            write_textfile(snapshots[i % len(snapshots)], str(path))
+    finally:
+        done.set()
+        reader.join()
+    return list(seen), reads
+
+
 def test_textfile_is_written_atomically_and_valid(faulty_snapshot, tmp_path):
-    path = tmp_path / "cdc.prom"
-    write_textfile(faulty_snapshot, str(path))
-    assert [p.name for p in tmp_path.iterdir()] == ["cdc.prom"]  # no temp file left behind
+    """A reader polling the file (node_exporter's textfile collector) while it is rewritten never sees a
+    partial or missing file: only one whole exposition or the other."""
+    small = reconcile_snapshot()
+    whole = []
+    for n, snap in enumerate((faulty_snapshot, small)):
+        write_textfile(snap, str(tmp_path / f"whole{n}.prom"))
+        whole.append((tmp_path / f"whole{n}.prom").read_bytes())
+    assert len(whole[0]) > 2 * len(whole[1])  # a half-written big file would differ from both
+    path = tmp_path / "live" / "cdc.prom"
+    path.parent.mkdir()
+    write_textfile(small, str(path))
+    seen, reads = _rewritten_while_read(path, [small, faulty_snapshot])  # the faulty one written last
+    assert set(seen) <= set(whole), f"a reader saw {len(set(seen) - set(whole))} partial or missing versions in {reads} reads"
+    assert set(seen) == set(whole) and reads > 150  # the reads did overlap the rewrites
+    assert [p.name for p in path.parent.iterdir()] == ["cdc.prom"]  # no temp file left behind
     proc = subprocess.run([binary("promtool"), "check", "metrics"], input=path.read_bytes(), capture_output=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     names = {f.name for f in text_string_to_metric_families(path.read_text())}
