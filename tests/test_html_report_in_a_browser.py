@@ -51,18 +51,29 @@ def test_faulty_capture_report_renders_in_a_browser(spark, tmp_path):
 
 
 def test_the_page_is_drawn_from_the_json_report_numbers(scan, tmp_path):
-    """The pictures show the scan's numbers: the lag distribution is the histogram, per table."""
-    from cdc_monitor.sinks.html_charts import chart_configs
+    """The pictures show the scan's numbers: the lag distribution is the JSON report's histogram, per
+    table; the findings bars are the findings per rule and interval; the transactions, the statuses."""
+    from cdc_monitor.checks.lag import HISTOGRAM_LE_S
+    from cdc_monitor.sinks.html_charts import MAX_LINES, chart_configs
+    from cdc_monitor.sinks.report import render_json
 
     traffic = generate("postgresql", events=300, seed=4, faults=True)
     write_capture(traffic, tmp_path / "f.jsonl")
     result = scan([tmp_path / "f.jsonl"])
     configs = {cid: cfg for cid, _, cfg in chart_configs(result)}
     assert set(configs) == {cid for cid, _, _ in CHARTS}
-    dist = configs["lag-distribution"]["data"]["datasets"]
-    assert len(dist) == min(len([r for r in result.lag if r["count"]]), 12)
-    for ds in dist:
-        assert ds["data"] == sorted(ds["data"]) and ds["data"][-1] <= 100  # cumulative shares
+    # the lag distribution: per table, the JSON report's histogram (cumulative counts per bound) as shares
+    # of the table's events, the tables with the largest p99 first
+    report = json.loads(render_json(result))
+    tables = sorted((r for r in report["lag"] if r["count"]), key=lambda r: -(r["p99_ms"] or 0))
+    dist = configs["lag-distribution"]["data"]
+    assert len(dist["labels"]) == len(HISTOGRAM_LE_S) and len(tables) > 1
+    assert [ds["label"] for ds in dist["datasets"]] == [" ".join(filter(None, (r["server"], r["table"])))
+                                                       for r in tables[:MAX_LINES]]
+    for ds, row in zip(dist["datasets"], tables, strict=False):
+        shares = [round(100 * row["histogram"][format(le, "g")] / row["count"], 2) for le in HISTOGRAM_LE_S]
+        assert ds["data"] == shares, row
+        assert shares == sorted(shares) and row["histogram"]["+Inf"] == row["count"]
     bars = configs["findings-over-time"]["data"]["datasets"]
     located = sum(r["count"] for r in result.series["findings"])
     assert sum(sum(ds["data"]) for ds in bars) == located > 0
