@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.context import CheckContext, Placement, WindowFacts
+from cdc_monitor.checks.context import CheckContext, WindowFacts
 from cdc_monitor.checks.findings import finding
 from cdc_monitor.checks.ordering import content_hash
+from cdc_monitor.checks.sql import JavaFunction, register
 from cdc_monitor.vocabulary import TX_STATUSES, Rule, Severity, TxStatus
 
 if TYPE_CHECKING:
@@ -80,20 +81,6 @@ def _has_id() -> Column:
 
 def _markers(events: DataFrame) -> DataFrame:
     return events.where(_is_marker() & _has_id()).withColumn("txn_key", F.col("marker_key"))
-
-
-def _data(events: DataFrame, placement: Placement) -> DataFrame:
-    """Data events that name a transaction, copies of one event dropped (ordering's content hash:
-    a re-delivery, or a replay after a connector restart, whose processing time ``ts_ms`` is new),
-    partitioned by (server, txn_key) once: every window and aggregate on the data side keys on a
-    superset of that."""
-    return (
-        placement.partition_by(events.where(F.col("data_event") & F.col("txn_id").isNotNull()), "server", "txn_key")
-        .withColumn("rn", F.row_number().over(
-            Window.partitionBy("server", "txn_key", "topic", "key_payload", content_hash()).orderBy("partition", "offset")))
-        .where(F.col("rn") == 1)
-        .drop("rn")
-    )
 
 
 def _per_transaction(markers: DataFrame, facts: WindowFacts) -> DataFrame:
@@ -142,41 +129,41 @@ def _per_transaction(markers: DataFrame, facts: WindowFacts) -> DataFrame:
     return txns.withColumn("status", status)
 
 
-def _per_transaction_data(data: DataFrame) -> DataFrame:
-    """Per transaction: data events seen, seen per collection, and the first event whose
-    total_order or data_collection_order breaks 1..n (with how many break)."""
-    by_total = Window.partitionBy("server", "txn_key").orderBy("txn_total_order", "topic", "partition", "offset")
-    by_coll = Window.partitionBy("server", "txn_key", "table").orderBy("txn_collection_order", "topic", "partition", "offset")
-    ranked = data.withColumn(
-        "total_break", F.col("txn_total_order").isNotNull() & (F.col("txn_total_order") != F.row_number().over(by_total))
-    ).withColumn(
-        "coll_break",
-        F.col("txn_collection_order").isNotNull() & (F.col("txn_collection_order") != F.row_number().over(by_coll)),
-    )
-    broken = F.col("total_break") | F.col("coll_break")
-    brk = F.struct("topic", "partition", "offset", "key", "txn_total_order", "txn_collection_order", "total_break", "table",
-                   "txn_id")
-    brk_order = F.struct(F.coalesce("txn_total_order", F.lit(0)), "topic", "partition", "offset")
-    per_table = ranked.groupBy("server", "txn_key", "table").agg(
-        F.count(F.lit(1)).alias("n"),
-        F.min_by(F.when(broken, brk), F.when(broken, brk_order)).alias("brk"),
-        F.sum(broken.cast("int")).alias("breaks"),
-    )
-    return per_table.groupBy("server", "txn_key").agg(
-        F.sum("n").alias("seen"),
-        F.map_from_entries(F.collect_list(F.struct("table", "n"))).alias("seen_by_collection"),
-        F.min_by("brk", F.when(F.col("brk").isNotNull(), F.struct(
-            F.coalesce("brk.txn_total_order", F.lit(0)), "brk.topic", "brk.partition", "brk.offset"))).alias("brk"),
-        F.sum("breaks").alias("breaks"),
-    )
+# the transaction pass's data side: one aggregate per (server, transaction key) collects each data
+# event naming a transaction, and each marker naming one, as this struct (java/TxnJudge.java's Rec
+# order); the judge returns what the transaction's data events show (see TxnJudge)
+TXN_JUDGE = JavaFunction(
+    "cdc_monitor_judge_transactions", "cdcmonitor.TxnJudge",
+    "struct<seen:bigint,seen_by_collection:map<string,bigint>,brk:struct<topic:string,partition:int,offset:bigint,"
+    "key:string,txn_total_order:bigint,txn_collection_order:bigint,total_break:boolean,`table`:string,txn_id:string>,"
+    "breaks:bigint,orphans:array<struct<topic:string,partition:int,offset:bigint,key:string,txn_id:string,"
+    "`table`:string>>>")
+
+
+def _data_side(events: DataFrame, ctx: CheckContext) -> DataFrame:
+    """Per (server, txn_key): the data events seen (copies of one event, ordering's content hash,
+    counted once: a re-delivery, or a replay after a connector restart, whose processing time
+    ``ts_ms`` is new), seen per collection, the first event out of 1..n order and how many are, and the
+    orphan events (their transaction on no marker, inside the span the server's transaction topic
+    covers). One read of the events, one aggregate, judged by ``TXN_JUDGE``."""
+    register(events.sparkSession, TXN_JUDGE)
+    marker = _is_marker() & _has_id()
+    record = F.struct(marker, "topic", "partition", "offset", "key_payload", F.when(~marker, content_hash()), "table",
+                      "txn_total_order", "txn_collection_order", "record_ts_ms", "key", "txn_id")
+    judged = (events.where((F.col("data_event") & F.col("txn_id").isNotNull()) | marker)
+              .groupBy("server", F.when(marker, F.col("marker_key")).otherwise(F.col("txn_key")).alias("txn_key"))
+              .agg(F.collect_list(record).alias("records"))
+              .select("server", "txn_key", F.call_udf(TXN_JUDGE.name, "records", ctx.facts.lookup("txn_lo", F.col("server")),
+                                                        ctx.facts.lookup("txn_hi", F.col("server"))).alias("j")))
+    return ctx.placement.keep(judged.select("server", "txn_key", "j.*"))
 
 
 def transaction_check(events: DataFrame, ctx: CheckContext) -> TransactionResult:
     facts = ctx.facts
     markers = _markers(events)
-    data = _data(events, ctx.placement)
+    data = _data_side(events, ctx)
     txns = _per_transaction(markers, facts)
-    txns = txns.join(_per_transaction_data(data), ["server", "txn_key"], "left")
+    txns = txns.join(data.drop("orphans"), ["server", "txn_key"], "left")
     txns = txns.withColumn("seen", F.coalesce("seen", F.lit(0)))
     complete = F.col("status") == TxStatus.COMPLETE.value
     coll_diff = F.filter(
@@ -223,21 +210,13 @@ def transaction_check(events: DataFrame, ctx: CheckContext) -> TransactionResult
                      F.lit(" ("), F.col("breaks"), F.lit(" event(s) out of sequence)")),
             topic=F.col("brk.topic"), partition=F.col("brk.partition"), offset=F.col("brk.offset"),
             key=F.col("brk.key"), txn_id=F.col("brk.txn_id"), server=F.col("server"), table=F.col("brk.table"))),
-        _orphans(events, markers, facts),
+        _orphans(data),
     ]
     return TransactionResult(findings=findings, transactions=txns)
 
 
-def _orphans(events: DataFrame, markers: DataFrame, facts: WindowFacts) -> DataFrame:
-    # per server: the span its transaction topic's records cover
-    lo = facts.lookup("txn_lo", F.col("server"))
-    hi = facts.lookup("txn_hi", F.col("server"))
-    ids = markers.select("server", "txn_key").distinct()
-    candidates = events.where(
-        F.col("data_event") & F.col("txn_id").isNotNull()
-        & (F.col("record_ts_ms") >= lo) & (F.col("record_ts_ms") <= hi)
-    )
-    inside = candidates.join(ids, ["server", "txn_key"], "left_anti")
+def _orphans(data: DataFrame) -> DataFrame:
+    inside = data.select("server", F.inline("orphans"))
     return inside.select(*finding(ORPHAN_EVENT, F.concat(F.lit("transaction "), F.col("txn_id"), F.lit(" appears on no BEGIN/END")),
         topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"), key=F.col("key"),
         txn_id=F.col("txn_id"), server=F.col("server"), table=F.col("table"),
