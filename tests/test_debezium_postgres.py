@@ -20,7 +20,7 @@ from cdc_monitor.history.store import read_committed
 from cdc_monitor.vocabulary import GENERIC_OPS, SEVERITY_RANK, Severity
 from tests.support import debezium_workload as w
 from tests.support.debezium import HEARTBEAT_MS
-from tests.support.debezium_world import PREFIX, TOPICS, data_topic
+from tests.support.debezium_world import HEARTBEAT_TOPIC, PREFIX, TOPICS, data_topic
 
 SERVER = PREFIX
 
@@ -124,9 +124,18 @@ def test_watch_over_the_same_stream_finds_what_scan_finds(spark, debezium_world,
     history = tmp_path / "history"
     settings = dataclasses.replace(settings, scan=dataclasses.replace(
         settings.scan, history=str(history), history_interval_ms=1_000, history_lateness_ms=0))
+    in_kafka = _records_per_topic(debezium_world.bootstrap)
     _, state = run_stream(spark, None, tmp_path / "ckpt", settings, stream=open_stream(spark, options, "python", topics))
-    heartbeats_since = state.totals["records"][""] - crashed.summary["records"]
-    assert heartbeats_since >= 0  # the heartbeats written after the scan's read; nothing else is new
+    # the watch read more records than the scan: heartbeats the connector wrote since, and nothing else.
+    # Every other topic holds exactly the records the scan read from it; the heartbeats the watch read are
+    # at least the scan's and those in Kafka when it started, at most those in Kafka when it ended
+    written = _records_per_topic(debezium_world.bootstrap)
+    scanned_heartbeats = sum(h["count"] for h in crashed.heartbeats if h["server"] == SERVER)
+    others = {t: n for t, n in written.items() if t != HEARTBEAT_TOPIC}
+    assert others == {t: n for t, n in in_kafka.items() if t != HEARTBEAT_TOPIC}
+    assert sum(others.values()) == crashed.summary["records"] - scanned_heartbeats
+    watched_heartbeats = state.totals["records"][""] - sum(others.values())
+    assert max(scanned_heartbeats, in_kafka[HEARTBEAT_TOPIC]) <= watched_heartbeats <= written[HEARTBEAT_TOPIC]
     found = Counter()
     for key, n in state.totals["findings"].items():
         found[(key.split("|")[3], key.split("|")[4])] += n  # server|table|check|rule|severity
@@ -155,6 +164,22 @@ def test_watch_over_the_same_stream_finds_what_scan_finds(spark, debezium_world,
     assert +measured == _by_table_op(crashed)
     assert +findings == _replays_by_table(crashed)
     assert len(rows) == len({(r["table"], r["interval_start_ms"]) for r in rows})  # one row per table and interval
+
+
+def _records_per_topic(bootstrap: str) -> dict[str, int]:
+    """Records Kafka holds in each of the world's topics (high minus low watermark, summed over partitions)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "records-per-topic"})
+    try:
+        out = {}
+        for name, meta in consumer.list_topics(timeout=10).topics.items():
+            if re.fullmatch(TOPICS, name):
+                marks = [consumer.get_watermark_offsets(TopicPartition(name, p), timeout=10) for p in meta.partitions]
+                out[name] = sum(high - low for low, high in marks)
+        return out
+    finally:
+        consumer.close()
 
 
 def _replays_by_table(result) -> Counter[tuple[str, str]]:
