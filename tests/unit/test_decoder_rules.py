@@ -1,6 +1,6 @@
 """The decoder (cdc_monitor/java) and the Python side name the same things: the rules it judges are
-the Rule constants checks/verdicts.py gathers (the key pass's judge: checks/ordering.py's), and the columns it returns are decoding/decoder.py's
-DECODED, both ways. Read from the committed jar, as a user's Spark loads it."""
+the Rule constants checks/verdicts.py gathers (the key pass's judge: checks/ordering.py's), and the
+columns it returns are decoding/decoder.py's DECODED, both ways. Read from the committed jar, as a user's Spark loads it."""
 
 from __future__ import annotations
 
