@@ -65,29 +65,45 @@ def child(paths: list[str], runs: int, with_scan: bool) -> None:
     print(json.dumps(out))
 
 
-def whole(paths: list[str], records: int, runs: int, work: Path) -> None:
-    """Whole floor and scan processes over one capture, alternating; best and median of each."""
+def whole(paths: list[str], records: int, runs: int, work: Path, baseline: str | None = None) -> None:
+    """Whole floor and scan processes over one capture, alternating; best and median of each. With
+    ``baseline`` (another checkout of cdc-monitor, e.g. a ``git worktree`` of an earlier revision),
+    its scan too, in the same rounds: before and after side by side."""
+    import os
     import statistics
 
-    times: dict[str, list[float]] = {"floor": [], "scan": []}
+    scans = {"scan": None, **({"scan (baseline)": baseline} if baseline else {})}
+    times: dict[str, list[float]] = {"floor": [], **{name: [] for name in scans}}
+    findings: dict[str, dict] = {}
     report = work / "floor-whole-report.json"
     for i in range(runs):
         r = measure.run([PY, "-m", "benchmarks.floor", "--runs", "1", "--child", *paths])
         assert r.returncode == 0, r.stderr[-2000:]
         times["floor"].append(r.seconds)
-        s = measure.run([PY, "-m", "cdc_monitor", "scan", *paths, "--output", "json", "--report-file", str(report),
-                         "--quiet", "--fail-on", "never"])
-        assert s.returncode == 0, s.stderr[-2000:]
-        times["scan"].append(s.seconds)
-        doc = json.loads(report.read_text())
-        assert doc["summary"]["records"] == records, (doc["summary"]["records"], records)
-        print(f"run {i + 1}: floor {r.seconds:.1f} s, scan {s.seconds:.1f} s "
-              f"(jobs {doc['timings_seconds'].get('spark_jobs')})", file=sys.stderr)
+        line = [f"run {i + 1}: floor {r.seconds:.1f} s"]
+        for name, tree in scans.items():
+            # the baseline's package: its checkout first on the path (run from there: ``-m`` puts the
+            # working directory first)
+            env = None if tree is None else {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
+            s = measure.run([PY, "-m", "cdc_monitor", "scan", *[str(Path(p).resolve()) for p in paths], "--output", "json",
+                             "--report-file", str(report.resolve()), "--quiet", "--fail-on", "never"],
+                            env=env, cwd=None if tree is None else str(Path(tree).resolve()))
+            assert s.returncode == 0, s.stderr[-2000:]
+            times[name].append(s.seconds)
+            doc = json.loads(report.read_text())
+            assert doc["summary"]["records"] == records, (doc["summary"]["records"], records)
+            findings[name] = doc["summary"]["findings_by_check"]
+            t = doc["timings_seconds"]
+            line.append(f"{name} {s.seconds:.1f} s (findings job {t.get('findings')} s, jobs {t.get('spark_jobs')}, "
+                        f"stages {t.get('spark_stages')})")
+        print(", ".join(line), file=sys.stderr)
+    if baseline:
+        assert findings["scan"] == findings["scan (baseline)"], findings
     print(f"\n{records:,} records, whole processes, {runs} alternating runs\n")
-    print("| process | best (s) | median (s) |")
-    print("| --- | ---: | ---: |")
+    print("| process | best (s) | median (s) | / floor (best) |")
+    print("| --- | ---: | ---: | ---: |")
     for name, ts in times.items():
-        print(f"| {name} | {min(ts):.1f} | {statistics.median(ts):.1f} |")
+        print(f"| {name} | {min(ts):.1f} | {statistics.median(ts):.1f} | {min(ts) / min(times['floor']):.2f}x |")
     print(f"\nscan / floor: best {min(times['scan']) / min(times['floor']):.2f}x, "
           f"median {statistics.median(times['scan']) / statistics.median(times['floor']):.2f}x")
 
@@ -99,6 +115,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="floor jobs in one session (first cold)")
     ap.add_argument("--scan", action="store_true", help="also run the scan pipeline in that session")
     ap.add_argument("--whole", action="store_true", help="whole floor and scan processes, alternating")
+    ap.add_argument("--baseline", help="with --whole: also scan with this checkout (an earlier revision's worktree)")
     ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
     opts = ap.parse_args()
     if opts.child is not None:
@@ -109,7 +126,7 @@ def main() -> None:
     paths = generate(Path(opts.workdir) / f"capture-{opts.events}", opts.events)
     records = count_lines(paths)
     if opts.whole:
-        whole(paths, records, opts.runs, Path(opts.workdir))
+        whole(paths, records, opts.runs, Path(opts.workdir), opts.baseline)
         return
     plain = json.loads(measure.run([PY, "-m", "benchmarks.plain_python", *paths]).stdout)["seconds"]
     r = measure.run([PY, "-m", "benchmarks.floor", "--runs", str(opts.runs), *(["--scan"] if opts.scan else []),
