@@ -155,15 +155,17 @@ def _data_side(events: DataFrame, ctx: CheckContext) -> DataFrame:
               .agg(F.collect_list(record).alias("records"))
               .select("server", "txn_key", F.call_udf(TXN_JUDGE.name, "records", ctx.facts.lookup("txn_lo", F.col("server")),
                                                         ctx.facts.lookup("txn_hi", F.col("server"))).alias("j")))
-    return ctx.placement.keep(judged.select("server", "txn_key", "j.*"))
+    return judged.select("server", "txn_key", "j.*")
 
 
 def transaction_check(events: DataFrame, ctx: CheckContext) -> TransactionResult:
     facts = ctx.facts
     markers = _markers(events)
     data = _data_side(events, ctx)
-    txns = _per_transaction(markers, facts)
-    txns = txns.join(data.drop("orphans"), ["server", "txn_key"], "left")
+    # a row per transaction the markers name, with its data side; and one per transaction only data
+    # events name (its orphans): every finding of the pass comes from these rows, one read of each side
+    txns = _per_transaction(markers, facts).withColumn("marked", F.lit(True))
+    txns = txns.join(data, ["server", "txn_key"], "full")
     txns = txns.withColumn("seen", F.coalesce("seen", F.lit(0)))
     complete = F.col("status") == TxStatus.COMPLETE.value
     coll_diff = F.filter(
@@ -184,43 +186,45 @@ def transaction_check(events: DataFrame, ctx: CheckContext) -> TransactionResult
     marker_loc = dict(topic=F.col("topic"), partition=F.col("partition"), server=F.col("server"))
     begin_loc = dict(marker_loc, txn_id=F.col("begin_id"))
     end_loc = dict(marker_loc, txn_id=F.col("end_id"))
-    findings = [
-        txns.where(F.col("status") == TxStatus.MISSING_END.value).select(*finding(
+    found = [  # (where, the finding there)
+        (F.col("status") == TxStatus.MISSING_END.value, finding(
             MISSING_END, F.concat(F.lit("BEGIN of "), F.col("txn_id"), F.lit(" is followed by another BEGIN (offset "),
                                     F.col("next_begin"), F.lit(") without its END")),
             offset=F.col("begin_offset"), key=F.col("begin_key"), **begin_loc)),
-        txns.where(F.col("status") == TxStatus.MISSING_BEGIN.value).select(*finding(
+        (F.col("status") == TxStatus.MISSING_BEGIN.value, finding(
             MISSING_BEGIN, F.concat(F.lit("END of "), F.col("txn_id"), F.lit(" has no BEGIN")),
             offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
-        txns.where(COUNT_MISMATCH.name).select(*finding(
+        (F.col(COUNT_MISMATCH.name), finding(
             COUNT_MISMATCH, F.concat(F.lit("END says "), F.col("event_count"), F.lit(" events, "), F.col("seen"),
                                        F.lit(" seen")),
             offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
-        txns.where(COLLECTION_COUNT_MISMATCH.name).select(*finding(COLLECTION_COUNT_MISMATCH,
+        (F.col(COLLECTION_COUNT_MISMATCH.name), finding(COLLECTION_COUNT_MISMATCH,
             F.concat(F.lit("END per collection "), F.to_json("collections"), F.lit(" but seen "),
                      F.to_json(F.coalesce("seen_by_collection", F.create_map()))),
             offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
-        txns.where(complete & (F.col("end_ts_ms") < F.col("begin_ts_ms"))).select(*finding(
+        (complete & (F.col("end_ts_ms") < F.col("begin_ts_ms")), finding(
             END_BEFORE_BEGIN, F.concat(F.lit("END of "), F.col("txn_id"), F.lit(" has ts_ms "), F.col("end_ts_ms"),
                                          F.lit(", before its BEGIN's "), F.col("begin_ts_ms")),
             offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
-        txns.where(ORDER_GAP.name).select(*finding(ORDER_GAP,
+        (F.col(ORDER_GAP.name), finding(ORDER_GAP,
             F.concat(F.when(F.col("brk.total_break"), F.lit("total_order ")).otherwise(F.lit("data_collection_order ")),
                      F.lit("breaks 1..n at total_order "), F.coalesce(F.col("brk.txn_total_order").cast("string"), F.lit("?")),
                      F.lit(" ("), F.col("breaks"), F.lit(" event(s) out of sequence)")),
             topic=F.col("brk.topic"), partition=F.col("brk.partition"), offset=F.col("brk.offset"),
             key=F.col("brk.key"), txn_id=F.col("brk.txn_id"), server=F.col("server"), table=F.col("brk.table"))),
-        _orphans(data),
     ]
-    return TransactionResult(findings=findings, transactions=txns)
+    # each row's findings as one array (those that hold, then its orphans), exploded: one pass over the rows
+    per_row = F.concat(F.filter(F.array(*[F.when(where, F.struct(*cols)) for where, cols in found]), lambda f: f.isNotNull()),
+                       F.transform(F.coalesce(F.col("orphans"), F.array()), _orphan))
+    findings = txns.select(F.explode(per_row).alias("f")).select("f.*")
+    return TransactionResult(findings=[findings], transactions=txns.where("marked"))
 
 
-def _orphans(data: DataFrame) -> DataFrame:
-    inside = data.select("server", F.inline("orphans"))
-    return inside.select(*finding(ORPHAN_EVENT, F.concat(F.lit("transaction "), F.col("txn_id"), F.lit(" appears on no BEGIN/END")),
-        topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"), key=F.col("key"),
-        txn_id=F.col("txn_id"), server=F.col("server"), table=F.col("table"),
-    ))
+def _orphan(o: Column) -> Column:
+    """An orphan event of the data side (a struct of TxnJudge's ``orphans``) as a finding."""
+    return F.struct(*finding(ORPHAN_EVENT, F.concat(F.lit("transaction "), o["txn_id"], F.lit(" appears on no BEGIN/END")),
+                             topic=o["topic"], partition=o["partition"], offset=o["offset"], key=o["key"],
+                             txn_id=o["txn_id"], server=F.col("server"), table=o["table"]))
 
 
 def summary_frame(txns: DataFrame) -> DataFrame:
