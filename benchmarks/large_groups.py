@@ -1,0 +1,133 @@
+"""The two windows a pass must hold in bounded memory: a hot key (every event of one key, the key
+pass's largest group) and a huge transaction (every event in one transaction, the transaction pass's).
+
+`python -m benchmarks.large_groups [--hot-key N] [--transaction N] [--baseline TREE]` writes both as
+captures (from a real generated MySQL event: a key updated N times; one BEGIN, N inserts across three
+partitions, one END naming N) and scans each in a whole `cdc-monitor scan` process, its peak memory
+(the process tree's RSS) measured; with ``--baseline`` (an earlier revision's checkout) the same scans
+by that revision, alternating. tests/test_large_groups.py runs the same captures, smaller, under a
+small heap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from benchmarks import measure
+
+PY = sys.executable
+T0 = 1_767_225_600_000
+TXN_ID = "3e11fa47-71ca-11e1-9e33-c80aa9429562:99"
+
+
+def _templates() -> tuple[dict, dict, dict, dict]:
+    """A data event (update and create) and the BEGIN and END of its transaction, as kcat lines, from the generator."""
+    from cdc_monitor.generator import generate
+    from cdc_monitor.generator.kcat_writer import write_capture
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "t.jsonl"
+        write_capture(generate("mysql", events=60, seed=1), path)
+        lines = [json.loads(x) for x in path.read_text().splitlines()]
+    data = [x for x in lines if x["payload"] and x["topic"].endswith(".products")]
+    update = next(x for x in data if json.loads(x["payload"])["payload"]["op"] == "u")
+    create = next(x for x in data if json.loads(x["payload"])["payload"]["op"] == "c")
+    markers = [x for x in lines if x["topic"].endswith(".transaction")]
+    return update, create, markers[0], markers[1]
+
+
+def _dump(value: dict) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def hot_key(n: int) -> Iterator[str]:
+    """One key of one partition updated ``n`` times (no transaction block), record time 1 ms apart:
+    the key pass's one group. A scan finds one ``missing_create`` (the partition starts at offset 0)."""
+    update, _, _, _ = _templates()
+    value = json.loads(update["payload"])
+    value["payload"]["transaction"] = None
+    for i in range(n):
+        p = value["payload"]
+        p["source"]["pos"], p["source"]["ts_ms"], p["ts_ms"] = 1000 + i * 100, T0 + i, T0 + i + 50
+        p["after"]["quantity"] = i % 30_000
+        yield json.dumps(dict(update, partition=0, offset=i, ts=T0 + i + 60, payload=_dump(value)))
+
+
+def one_transaction(n: int) -> Iterator[str]:
+    """One transaction of ``n`` inserts of distinct keys over three partitions, its BEGIN and its END
+    (event_count ``n``): the transaction pass's one group. A scan finds nothing."""
+    _, create, begin, end = _templates()
+
+    def marker(line: dict, offset: int, ts: int, **fields: object) -> str:
+        value, key = json.loads(line["payload"]), json.loads(line["key"])
+        value["payload"].update(id=TXN_ID, **fields)
+        key["payload"]["id"] = TXN_ID
+        return json.dumps(dict(line, partition=0, offset=offset, ts=ts, key=_dump(key), payload=_dump(value)))
+
+    yield marker(begin, 0, T0)
+    value, key = json.loads(create["payload"]), json.loads(create["key"])
+    for i in range(n):
+        p = value["payload"]
+        p["source"]["pos"], p["source"]["ts_ms"], p["ts_ms"] = 1000 + i * 100, T0, T0 + 50 + i // 100
+        p["after"]["id"] = key["payload"]["id"] = 100_000 + i
+        p["transaction"] = {"id": TXN_ID, "total_order": i + 1, "data_collection_order": i + 1}
+        yield json.dumps(dict(create, partition=i % 3, offset=i // 3, ts=T0 + 60 + i // 100, key=_dump(key),
+                              payload=_dump(value)))
+    yield marker(end, 1, T0 + 61 + n // 100, event_count=n,
+                 data_collections=[{"data_collection": "inventory.products", "event_count": n}])
+
+
+def write(path: Path, lines: Iterator[str]) -> Path:
+    with path.open("w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(line + "\n")
+    return path
+
+
+def scan(capture: Path, tree: str | None = None, config: Path | None = None) -> dict:
+    """A whole ``cdc-monitor scan`` process over ``capture`` (with ``tree``'s package when given):
+    seconds, peak memory, the report."""
+    report = capture.with_suffix(".report.json")
+    env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())} if tree else None
+    r = measure.run([PY, "-m", "cdc_monitor", "scan", str(capture.resolve()), "--output", "json", "--report-file",
+                     str(report.resolve()), "--quiet", "--fail-on", "never",
+                     *(["--config", str(config.resolve())] if config else [])],
+                    env=env, cwd=str(Path(tree).resolve()) if tree else None)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return {"seconds": round(r.seconds, 1), "peak_mb": round(r.peak_total_mb), "jvm_mb": round(r.peak_mb.get("jvm", 0)),
+            "report": json.loads(report.read_text())}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.large_groups", description=__doc__.splitlines()[0])
+    ap.add_argument("--hot-key", type=int, default=500_000, help="updates of the one key")
+    ap.add_argument("--transaction", type=int, default=300_000, help="events of the one transaction")
+    ap.add_argument("--baseline", help="also scan with this checkout (an earlier revision's worktree)")
+    ap.add_argument("--workdir", default="benchmarks/.work")
+    opts = ap.parse_args()
+    work = Path(opts.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    captures = {
+        f"hot key ({opts.hot_key:,} updates)": write(work / f"hot-key-{opts.hot_key}.jsonl", hot_key(opts.hot_key)),
+        f"one transaction ({opts.transaction:,} events)": write(work / f"one-txn-{opts.transaction}.jsonl",
+                                                                one_transaction(opts.transaction)),
+    }
+    print("| window | tree | seconds | findings job (s) | peak RSS (MB) | JVM (MB) | findings |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+    for name, path in captures.items():
+        for tree_name, tree in (("this tree", None), *((("baseline", opts.baseline),) if opts.baseline else ())):
+            got = scan(path, tree)
+            rep = got["report"]
+            found = {f["rule"]: f["count"] for f in rep["summary"].get("finding_counts", [])} or rep["summary"]["findings_by_check"]
+            print(f"| {name} | {tree_name} | {got['seconds']} | {rep['timings_seconds']['findings']} | {got['peak_mb']} | "
+                  f"{got['jvm_mb']} | {json.dumps({k: v for k, v in found.items() if v})} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
