@@ -13,12 +13,17 @@ if TYPE_CHECKING:
 
     from cdc_monitor.vocabulary import Rule
 
-FINDING_COLUMNS = [
+# what a finding says and where (each listed finding in a report: these columns)
+REPORTED_COLUMNS = [
     "check", "rule", "severity", "topic", "partition", "offset", "offsets", "key", "txn_id", "message",
     "server", "table",
 ]
+# a finding frame's columns: also the record time of the record it points at (null when it points
+# at none), which the findings per interval read without a join back to the records
+FINDING_COLUMNS = [*REPORTED_COLUMNS, "record_ts_ms"]
 FINDING_SCHEMA = ("check string, rule string, severity string, topic string, partition int, offset bigint, "
-                  "offsets array<bigint>, key string, txn_id string, message string, server string, table string")
+                  "offsets array<bigint>, key string, txn_id string, message string, server string, table string, "
+                  "record_ts_ms bigint")
 MAX_OFFSETS = 20
 
 
@@ -28,7 +33,7 @@ def finding_row(rule: Rule, message: str, *, topic: str | None = None, partition
     schema): one row of ``FINDING_SCHEMA``; the window's evaluation makes them one frame."""
     return {"check": rule.check, "rule": rule.name, "severity": rule.severity, "topic": topic, "partition": partition,
             "offset": None, "offsets": None, "key": None, "txn_id": None, "message": message, "server": server,
-            "table": table}
+            "table": table, "record_ts_ms": None}
 
 
 def _finding_columns(
@@ -45,8 +50,10 @@ def _finding_columns(
     txn_id: Column | None = None,
     server: Column | None = None,
     table: Column | None = None,
+    at: Column | None = None,
 ) -> list[Column]:
-    """Select-list for one finding row; missing locations become typed nulls."""
+    """Select-list for one finding row; missing locations become typed nulls. ``at``: the record
+    time of the record the finding points at (``offset``'s)."""
 
     def _or_null(col: Column | None, typ: str) -> Column:
         return (col if col is not None else F.lit(None)).cast(typ)
@@ -67,6 +74,7 @@ def _finding_columns(
         message.cast("string").alias("message"),
         _or_null(server, "string").alias("server"),
         _or_null(table, "string").alias("table"),
+        _or_null(at, "bigint").alias("record_ts_ms"),
     ]
 
 

@@ -166,8 +166,9 @@ def lag_spike_sql(default_ms: int, thresholds: Mapping[str, int] | None = None) 
             FROM (SELECT *, above AND NOT coalesce(lag(above) OVER ({order}), false) AS starts FROM lag_flagged)""")),
         selects=(f"""SELECT {finding_sql(LAG_SPIKE, message, topic="first.topic", partition="first.partition",
                                          offset="first.offset", offsets="transform(members, m -> m.offset)",
-                                         key="first.key", txn_id="first.txn_id", server="server", table="`table`")}
-            FROM (SELECT server, `table`, spike, min(struct(ts_ms, topic, partition, offset, key, txn_id)) AS first,
+                                         key="first.key", txn_id="first.txn_id", server="server", table="`table`",
+                                         at="first.record_ts_ms")}
+            FROM (SELECT server, `table`, spike, min(struct(ts_ms, topic, partition, offset, key, txn_id, record_ts_ms)) AS first,
                          count(1) AS n, max(lag_ms) AS peak, max(threshold_ms) AS threshold_ms,
                          sort_array(collect_list(struct(ts_ms, offset))) AS members
                   FROM lag_runs WHERE above GROUP BY server, `table`, spike)""",),

@@ -80,7 +80,7 @@ _KEY_RECORD = f"""struct(partition, offset, record_ts_ms, kind = 'tombstone', op
 KEY_JUDGE = JavaFunction(
     "cdc_monitor_judge_keys", "cdcmonitor.KeyJudge",
     "array<struct<rule:string,partition:int,offset:bigint,offsets:array<bigint>,key:string,txn_id:string,"
-    "message:string,server:string,`table`:string>>")
+    "message:string,server:string,`table`:string,record_ts_ms:bigint>>")
 _KEY_FINDINGS = f"""
 SELECT topic, inline(found)
 FROM (SELECT topic, {KEY_JUDGE.name}(collect_list({_KEY_RECORD}), key_payload IS NOT NULL) AS found
@@ -99,7 +99,7 @@ def ordering_sql(ctx: CheckContext) -> SqlFindings:
         functions=(KEY_JUDGE,),
         selects=(f"""SELECT {finding_sql(RULES, "message", rule_name="rule", topic="topic", partition="partition",
                                        offset="offset", offsets="offsets", key="key", txn_id="txn_id",
-                                       server="server", table="`table`")}
+                                       server="server", table="`table`", at="record_ts_ms")}
             FROM key_findings""",),
     )
 

@@ -82,7 +82,7 @@ def topic_findings(events: DataFrame) -> DataFrame:
                               F.concat(F.lit("source.connector "), connectors, F.lit(" has no connector-specific rules: ")),
                               F.lit(" event(s) judged by the generic rules only")),
     }
-    pos = F.struct("partition", "offset")
+    pos = F.struct("partition", "offset", "record_ts_ms")  # (the first: by partition and offset)
     per_topic = _data(events).where(reduce(or_, [when for when, _, _ in per_rule.values()])).groupBy("topic").agg(
         F.first("server").alias("server"),
         F.array(*[F.when(F.sum(when.cast("int")) > 0, F.struct(
@@ -93,4 +93,5 @@ def topic_findings(events: DataFrame) -> DataFrame:
     )
     return per_topic.select("topic", "server", F.explode("found").alias("f")).where(F.col("f").isNotNull()).select(
         *dynamic_finding(F.col("f.rule"), TOPIC_RULES, F.col("f.message"), topic=F.col("topic"), partition=F.col("f.at.partition"),
-                         offset=F.col("f.at.offset"), offsets=F.col("f.offsets"), server=F.col("server")))
+                         offset=F.col("f.at.offset"), offsets=F.col("f.offsets"), server=F.col("server"),
+                         at=F.col("f.at.record_ts_ms")))

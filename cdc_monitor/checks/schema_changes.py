@@ -64,7 +64,7 @@ def schema_change_sql() -> SqlFindings:
             SELECT server AS ddl_server, explode(ddl_tables) AS ddl_table, record_ts_ms AS ddl_ts
             FROM {events} WHERE kind = 'schema_change'""")),
         selects=(f"""SELECT {finding_sql(SCHEMA_CHANGE_WITHOUT_DDL, message, topic="at.topic", partition="at.partition",
-                                         offset="at.offset", key="at.key", server="server", table="`table`")}
+                                         offset="at.offset", key="at.key", server="server", table="`table`", at="at.ts")}
             FROM (SELECT server, `table`, n, step, at, count(ddl_ts) AS ddls
                   FROM schema_steps JOIN (SELECT DISTINCT server FROM {{events}} WHERE kind = 'schema_change') USING (server)
                   LEFT JOIN schema_ddl ON server = ddl_server AND `table` = ddl_table AND ddl_ts BETWEEN lo AND hi

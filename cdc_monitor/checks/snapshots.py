@@ -58,7 +58,8 @@ def snapshot_restarted_sql() -> SqlFindings:
               WHERE data_event AND snapshot_event AND op = 'r' AND NOT coalesce(snapshot_marker, '') IN ({lit(INCREMENTAL)}, 'false'))
             WHERE key_payload IS NULL OR copy_no = 1""")),
         selects=(f"""SELECT {finding_sql(SNAPSHOT_RESTARTED, message, topic="at.topic", partition="at.partition",
-                                         offset="at.offset", key="at.key", server="server", table="`table`")}
+                                         offset="at.offset", key="at.key", server="server", table="`table`",
+                                         at="at.record_ts_ms")}
             FROM (SELECT server, `table`, min(struct({at}, key)) AS at, count(1) AS n, first(first_change) AS since
                   FROM snapshot_blocking JOIN snapshot_streaming USING (server, `table`)
                   WHERE struct({at}) > first_change GROUP BY server, `table`)""",),

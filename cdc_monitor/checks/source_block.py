@@ -33,7 +33,7 @@ def sequence_sql() -> SqlFindings:
                "': an earlier event had it with lsn ', first_lsn)")
     return SqlFindings(selects=(f"""
         SELECT {finding_sql(SEQUENCE_CONFLICT, message, topic="topic", partition="partition", offset="offset", key="key",
-                            txn_id="txn_id", server="server", table="`table`")}
+                            txn_id="txn_id", server="server", table="`table`", at="record_ts_ms")}
         FROM (SELECT *, first(source.lsn) OVER (PARTITION BY server, source.sequence
                                                 ORDER BY record_ts_ms, topic, partition, offset) AS first_lsn
               FROM {{events}} WHERE data_event AND flavour = 'postgresql' AND source.sequence IS NOT NULL

@@ -47,9 +47,10 @@ def key_payload_sql(key: str) -> str:
 def finding_sql(rule: Rule | Sequence[Rule], message: str, *, rule_name: str | None = None, topic: str | None = None,
                 partition: str | None = None, offset: str | None = None, offsets: str | None = None,
                 key: str | None = None, txn_id: str | None = None, server: str | None = None,
-                table: str | None = None) -> str:
+                table: str | None = None, at: str | None = None) -> str:
     """The select-list of a finding of ``rule`` (``findings.finding`` in SQL): each argument an
-    expression over the subquery it selects from; a missing location is a typed null. With several
+    expression over the subquery it selects from; a missing location is a typed null (``at``: the record
+    time of the record the finding points at). With several
     rules, ``rule_name`` is the expression naming each row's rule (one of them): their check and
     severity follow it."""
     def typed(expr: str | None, typ: str) -> str:
@@ -73,6 +74,7 @@ def finding_sql(rule: Rule | Sequence[Rule], message: str, *, rule_name: str | N
         (f"slice(CAST({offsets} AS array<bigint>), 1, {MAX_OFFSETS})", "offsets"),
         (key_payload_sql(typed(key, "string")), "key"), (typed(txn_id, "string"), "txn_id"),
         (f"CAST({message} AS string)", "message"), (typed(server, "string"), "server"), (typed(table, "string"), "table"),
+        (typed(at, "bigint"), "record_ts_ms"),
     ]
     return ", ".join(f"{expr} AS `{name}`" for expr, name in columns)
 

@@ -47,7 +47,7 @@ def stall_sql(threshold_ms: int | None = None) -> SqlFindings:
             FROM (SELECT server, kind, record_ts_ms, topic, partition, offset, key FROM {{events}}
                   WHERE server IS NOT NULL AND record_ts_ms IS NOT NULL AND kind IN ({", ".join(map(lit, _KINDS))}))"""),),
         selects=(f"""SELECT {finding_sql(CONNECTOR_STALLED, message, topic="topic", partition="partition", offset="offset",
-                                         key="key", server="server")}
+                                         key="key", server="server", at="record_ts_ms")}
             FROM (SELECT *, {threshold} AS threshold_ms FROM stall_gaps) WHERE {silence} > threshold_ms""",),
     )
 

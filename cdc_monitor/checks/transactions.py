@@ -103,6 +103,7 @@ def _per_transaction(markers: DataFrame, facts: WindowFacts) -> DataFrame:
         F.min_by(F.when(is_end, F.struct(
             F.col("offset").alias("end_offset"), F.col("marker_id").alias("end_id"), F.col("key").alias("end_key"),
             F.col("marker_event_count").alias("event_count"), F.col("marker_collections").alias("collections"),
+            F.col("record_ts_ms").alias("end_ts"),
             F.col("ts_ms").alias("end_ts_ms"))),
             F.when(is_end, F.col("offset"))).alias("e"),
         F.first("first_begin").alias("first_begin"),
@@ -135,9 +136,9 @@ def _per_transaction(markers: DataFrame, facts: WindowFacts) -> DataFrame:
 TXN_JUDGE = JavaFunction(
     "cdc_monitor_judge_transactions", "cdcmonitor.TxnJudge",
     "struct<seen:bigint,seen_by_collection:map<string,bigint>,brk:struct<topic:string,partition:int,offset:bigint,"
-    "key:string,txn_total_order:bigint,txn_collection_order:bigint,total_break:boolean,`table`:string,txn_id:string>,"
-    "breaks:bigint,orphans:array<struct<topic:string,partition:int,offset:bigint,key:string,txn_id:string,"
-    "`table`:string>>>")
+    "key:string,txn_total_order:bigint,txn_collection_order:bigint,total_break:boolean,`table`:string,txn_id:string,"
+    "record_ts_ms:bigint>,breaks:bigint,orphans:array<struct<topic:string,partition:int,offset:bigint,key:string,"
+    "txn_id:string,`table`:string,record_ts_ms:bigint>>>")
 
 
 def _data_side(events: DataFrame, ctx: CheckContext) -> DataFrame:
@@ -184,8 +185,8 @@ def transaction_check(events: DataFrame, ctx: CheckContext) -> TransactionResult
         .withColumn(ORDER_GAP.name, complete & F.col("brk").isNotNull())
     )
     marker_loc = dict(topic=F.col("topic"), partition=F.col("partition"), server=F.col("server"))
-    begin_loc = dict(marker_loc, txn_id=F.col("begin_id"))
-    end_loc = dict(marker_loc, txn_id=F.col("end_id"))
+    begin_loc = dict(marker_loc, txn_id=F.col("begin_id"), at=F.col("begin_ts"))
+    end_loc = dict(marker_loc, txn_id=F.col("end_id"), at=F.col("end_ts"))
     found = [  # (where, the finding there)
         (F.col("status") == TxStatus.MISSING_END.value, finding(
             MISSING_END, F.concat(F.lit("BEGIN of "), F.col("txn_id"), F.lit(" is followed by another BEGIN (offset "),
@@ -211,7 +212,8 @@ def transaction_check(events: DataFrame, ctx: CheckContext) -> TransactionResult
                      F.lit("breaks 1..n at total_order "), F.coalesce(F.col("brk.txn_total_order").cast("string"), F.lit("?")),
                      F.lit(" ("), F.col("breaks"), F.lit(" event(s) out of sequence)")),
             topic=F.col("brk.topic"), partition=F.col("brk.partition"), offset=F.col("brk.offset"),
-            key=F.col("brk.key"), txn_id=F.col("brk.txn_id"), server=F.col("server"), table=F.col("brk.table"))),
+            key=F.col("brk.key"), txn_id=F.col("brk.txn_id"), server=F.col("server"), table=F.col("brk.table"),
+            at=F.col("brk.record_ts_ms"))),
     ]
     # each row's findings as one array (those that hold, then its orphans), exploded: one pass over the rows
     per_row = F.concat(F.filter(F.array(*[F.when(where, F.struct(*cols)) for where, cols in found]), lambda f: f.isNotNull()),
@@ -224,7 +226,7 @@ def _orphan(o: Column) -> Column:
     """An orphan event of the data side (a struct of TxnJudge's ``orphans``) as a finding."""
     return F.struct(*finding(ORPHAN_EVENT, F.concat(F.lit("transaction "), o["txn_id"], F.lit(" appears on no BEGIN/END")),
                              topic=o["topic"], partition=o["partition"], offset=o["offset"], key=o["key"],
-                             txn_id=o["txn_id"], server=F.col("server"), table=o["table"]))
+                             txn_id=o["txn_id"], server=F.col("server"), table=o["table"], at=o["record_ts_ms"]))
 
 
 def summary_frame(txns: DataFrame) -> DataFrame:

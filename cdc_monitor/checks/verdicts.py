@@ -32,11 +32,11 @@ def verdict_findings(events: DataFrame, rules: tuple[Rule, ...] = JUDGED_BY_DECO
     """One finding per record and rule it breaks, of ``rules`` (default: every rule the decoder judges)."""
     v = F.col("v")
     found = events.where(F.col("verdicts").isNotNull()).select(
-        "topic", "partition", "offset", "key", "txn_id", "server", "table", F.explode("verdicts").alias("v"))
+        "topic", "partition", "offset", "record_ts_ms", "key", "txn_id", "server", "table", F.explode("verdicts").alias("v"))
     if rules != JUDGED_BY_DECODER:
         found = found.where(v["rule"].isin(*[r.name for r in rules]))
     located = ~v["rule"].isin(*_UNLOCATED)
     return found.select(*dynamic_finding(
         v["rule"], rules, v["message"], topic=F.col("topic"), partition=F.col("partition"), offset=F.col("offset"),
         key=F.col("key"), txn_id=F.when(located, F.col("txn_id")), server=F.col("server"),
-        table=F.when(located, F.col("table"))))
+        table=F.when(located, F.col("table")), at=F.col("record_ts_ms")))

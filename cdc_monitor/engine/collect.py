@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.findings import FINDING_COLUMNS
+from cdc_monitor.checks.findings import FINDING_COLUMNS, REPORTED_COLUMNS
 from cdc_monitor.engine.census import nulls_first
 from cdc_monitor.engine.series import SET, FindingsSeries
 from cdc_monitor.engine.union import union_all
@@ -58,7 +58,7 @@ def tag_all(findings: DataFrame, limit: int, parts: dict[str, DataFrame],
     groups = ranked.groupBy(*keys).agg(
         F.count(F.lit(1)).alias("count"),
         F.array_sort(F.collect_set("topic")).alias("topics"),
-        F.collect_list(F.when(F.col("rn") <= limit, F.struct(*FINDING_COLUMNS))).alias("first"))
+        F.collect_list(F.when(F.col("rn") <= limit, F.struct(*REPORTED_COLUMNS))).alias("first"))
     values = [c for c in groups.columns if c != SET]
     tagged = union_all([groups.select(part.alias("part"), F.to_json(F.struct(*values)).alias("row")),
                         *[frame.select(F.lit(name).alias("part"), F.to_json(F.struct(*frame.columns)).alias("row"))
@@ -78,7 +78,7 @@ def read_tagged(tagged: list[Row], columns: dict[str, list[str]], limit: int) ->
         d = json.loads(r["row"])
         if r["part"] == "findings":
             counts.append({**{k: d.get(k) for k in [*GROUP, "count"]}, "topics": d.get("topics") or []})
-            rows += [{k: f.get(k) for k in FINDING_COLUMNS} for f in d.get("first") or []]
+            rows += [{k: f.get(k) for k in REPORTED_COLUMNS} for f in d.get("first") or []]
         else:
             out[r["part"]].append({k: d.get(k) for k in columns[r["part"]]})
     counts.sort(key=lambda c: nulls_first(*(c[k] for k in GROUP)))

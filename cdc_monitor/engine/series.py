@@ -51,11 +51,11 @@ class FindingsSeries:
     """Per (rule, severity, interval of the record time of the finding's record): findings.
     Findings that name no record (per table or per capture line) are not in it. Computed in the
     one collect's findings aggregate (engine/collect.py): each finding row is expanded into the
-    groupings (the counts' ``group``; this series), so the checks' findings are evaluated once.
+    groupings (the counts' ``group``; this series), so the checks' findings are evaluated once; each
+    finding carries its record's time (``record_ts_ms``, checks/findings.py): no join back to the records.
     With ``history_step`` (scan with ``--history``), a third grouping: per (rule, server, table,
     interval of ``history_step``), the part ``FINDINGS_PART`` (history/measure.py)."""
 
-    events: DataFrame
     step: int | None  # None: no series (watch's batches: only the history's grouping)
     history_step: int | None = None
 
@@ -71,10 +71,9 @@ class FindingsSeries:
         """``ranked`` findings (with ``rn``), each once per grouping (the series only where its
         record's time is known); the grouping keys (the findings' counts per ``group``, then the
         series'); the part each group reports to."""
-        times = self.events.select(*LOCATION, F.col("record_ts_ms").alias(_TS))
         counts, per_table = F.col(SET) == 0, F.col(SET) == 2
         sets = [F.lit(0), *([F.lit(1)] if self.step is not None else []), *([F.lit(2)] if self.history_step is not None else [])]
-        both = (ranked.join(times, LOCATION, "left")
+        both = (ranked.withColumn(_TS, F.col("record_ts_ms"))
                 .withColumn(SET, F.explode(F.array(*sets)))
                 .where(counts | F.col(_TS).isNotNull())
                 .withColumn("rn", F.when(counts, F.col("rn"))))  # the series lists no findings

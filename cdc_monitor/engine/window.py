@@ -73,7 +73,8 @@ def evaluate(frames: WindowFrames, ctx: CheckContext, scope: Scope, planned: Cal
     checked = run_checks(events, ctx, fresh=scope.fresh(events), lag_scope=scope.lag_scope(events))
     found = [*scope.findings(checked, events, ctx), *frames.other_findings]
     if frames.driver_findings:
-        found.append(events.sparkSession.createDataFrame(frames.driver_findings, FINDING_SCHEMA))
+        found.append(events.sparkSession.createDataFrame(  # (they point at no record: no record time)
+            [{**f, "record_ts_ms": None} for f in frames.driver_findings], FINDING_SCHEMA))
     findings = narrow_union(union_all(found, FINDING_COLUMNS), ctx.placement.one_partition)
     got = collect_all(findings, scope.limit, scope.parts(checked, events, ctx), scope.series(events), planned)
     return WindowOutcome(got.findings, got.counts, got.parts)
@@ -110,7 +111,7 @@ class WholeWindow:
         return parts
 
     def series(self, events: DataFrame) -> FindingsSeries | None:
-        return FindingsSeries(events, self.step_ms, self.history_step_ms)
+        return FindingsSeries(self.step_ms, self.history_step_ms)
 
 
 @dataclass
@@ -174,4 +175,4 @@ class NewRecords:
         }
 
     def series(self, events: DataFrame) -> FindingsSeries | None:
-        return None if self.history_step_ms is None else FindingsSeries(events, None, self.history_step_ms)
+        return None if self.history_step_ms is None else FindingsSeries(None, self.history_step_ms)

@@ -24,7 +24,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>Input: the records of one (topic, key payload), each a {@link Rec} (the struct
  * checks/ordering.py builds, fields in that order), in any order; and whether the group has a key
  * (keyless data events of a topic are one group: only copies are judged among them). Output: the
- * findings, each (rule, partition, offset, offsets, key, txn_id, message, server, table).
+ * findings, each (rule, partition, offset, offsets, key, txn_id, message, server, table, record_ts_ms).
  *
  * <p>Memory: one group's records at a time, as narrow rows (no row images: their hash), then
  * per partition in offset order, one pass.
@@ -86,7 +86,8 @@ public final class KeyJudge implements UDF2<scala.collection.Seq<Row>, Boolean, 
 
     /** Where a finding points and what it says. */
     private static Row finding(String rule, Rec r, List<Long> offsets, String message) {
-        return RowFactory.create(rule, r.partition, r.offset, offsets, r.key, r.txnId, message, r.server, r.table);
+        return RowFactory.create(rule, r.partition, r.offset, offsets, r.key, r.txnId, message, r.server, r.table,
+                r.recordTs);
     }
 
     private static Row finding(String rule, Rec r, String message) {

@@ -25,7 +25,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * null without one). Output: one struct: the data events seen (copies of one event counted once:
  * the same topic, key and content), seen per collection, the first event whose total_order or
  * data_collection_order breaks 1..n with how many break, and the orphan events (a data event of a
- * transaction no marker names, inside the span).
+ * transaction no marker names, inside the span); each event named with its place and record time.
  */
 public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Long, Row> {
     private static final long serialVersionUID = 1L;
@@ -84,7 +84,7 @@ public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Lon
         if (!named && lo != null && hi != null) {
             for (Rec r : data) {
                 if (r.recordTs != null && r.recordTs >= lo && r.recordTs <= hi) {
-                    orphans.add(RowFactory.create(r.topic, r.partition, r.offset, r.key, r.txnId, r.table));
+                    orphans.add(RowFactory.create(r.topic, r.partition, r.offset, r.key, r.txnId, r.table, r.recordTs));
                 }
             }
         }
@@ -135,7 +135,7 @@ public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Lon
             }
         }
         Row brk = first == null ? null : RowFactory.create(first.topic, first.partition, first.offset, first.key,
-                first.totalOrder, first.collectionOrder, totalBreak.get(first), first.table, first.txnId);
+                first.totalOrder, first.collectionOrder, totalBreak.get(first), first.table, first.txnId, first.recordTs);
         return RowFactory.create((long) seen.size(), counts, brk, (long) broken.size(), orphans);
     }
 
