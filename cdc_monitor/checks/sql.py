@@ -15,6 +15,7 @@ Braces are placeholders (Python's ``str.format``): a literal brace in a check's 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -95,12 +96,6 @@ class SqlFindings:
 
     selects: tuple[str, ...]  # each a SELECT of ``finding_sql`` rows
     ctes: tuple[tuple[str, str], ...] = ()  # (name, SELECT), each may read the relations and earlier ones
-    # intermediate rows several selects read: (name, SELECT over the relations), read by the ctes
-    # and selects as {name}. On a window spread over partitions they are computed once and kept by
-    # the window's placement (persisted); in one partition they are subqueries of the statement,
-    # computed per reader: cheaper than persisting them there (ordering planned in 0.22 s against
-    # 0.30 s: a frame given to spark.sql is a view whose plan is copied at every reference)
-    kept: tuple[tuple[str, str], ...] = ()
     args: Mapping[str, Any] = field(default_factory=dict)  # named parameters (:name)
     functions: tuple[JavaFunction, ...] = ()  # Java functions of the operators jar the text calls
 
@@ -108,35 +103,45 @@ class SqlFindings:
 def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFrame],
                    placement: Placement | None = None) -> DataFrame:
     """The findings of ``checks`` (rows of ``FINDING_SCHEMA``) as one frame: one statement, one
-    ``spark.sql`` call (one more per kept subquery, on a window spread over partitions)."""
+    ``spark.sql`` call (``sql_over``)."""
     spark = next(iter(relations.values())).sparkSession
-    frames: dict[str, DataFrame] = dict(relations)
     args: dict[str, Any] = {}
     ctes: list[tuple[str, str]] = []
     selects: list[str] = []
-    keep = placement.keep if placement is not None and not placement.one_partition else None
     for function in {f for check in checks for f in check.functions}:
         register(spark, function)
     for check in checks:
-        named: list[str] = []  # kept subqueries of the statement: {name} becomes the name
-        for name, text in check.kept:
-            if keep is not None:
-                frames[name] = keep(spark.sql(text, args=dict(check.args), **frames))
-            else:
-                ctes.append((name, text))
-                named.append(name)
         clash = {k for k, v in check.args.items() if k in args and args[k] != v}
         assert not clash, f"two checks bind different values to :{clash}"
         args.update(check.args)
-        ctes += [(name, _named(text, named)) for name, text in check.ctes]
-        selects += [_named(text, named) for text in check.selects]
+        ctes += list(check.ctes)
+        selects += list(check.selects)
     names = [n for n, _ in ctes]
     assert len(set(names)) == len(names), f"subquery names repeat: {names}"
     if not selects:
         return spark.createDataFrame([], FINDING_SCHEMA)
     text = (("WITH " + ",\n".join(f"{n} AS ({q})" for n, q in ctes) + "\n") if ctes else "") + \
         "\nUNION ALL\n".join(f"SELECT * FROM ({s})" for s in selects)
-    return spark.sql(text, args=args, **frames)
+    return sql_over(spark, text, relations, args)
+
+
+def sql_over(spark: SparkSession, text: str, frames: Mapping[str, DataFrame],
+             args: Mapping[str, Any] | None = None) -> DataFrame:
+    """``spark.sql(text, args, **frames)``, each frame a temp view of a name of its own for the
+    statement's analysis, dropped by ``DROP VIEW`` after it. PySpark's own keyword frames are dropped
+    through ``catalog.dropTempView``, which uncaches the view's plan: a persisted frame passed in is no
+    longer persisted after the call (seen on pyspark 4.3; the kept subqueries this module had were
+    unpersisted so, and computed again by each reader), and the call plans the view again to find it
+    in the cache (0.16 s a frame with a dozen frames cached; no difference measured in a scan's
+    planning, which has few)."""
+    names = {name: f"cdc_{name}_{uuid.uuid4().hex}" for name in frames}
+    for name, frame in frames.items():
+        frame.createOrReplaceTempView(names[name])
+    try:
+        return spark.sql(text.format(**names), args=dict(args or {}))
+    finally:
+        for view in names.values():
+            spark.sql(f"DROP VIEW IF EXISTS {view}")
 
 
 def register(spark: SparkSession, function: JavaFunction) -> None:
@@ -153,10 +158,3 @@ def register(spark: SparkSession, function: JavaFunction) -> None:
             f"cdc-monitor's checks ({function.java_class}) are not on this Spark session's classpath: start the session "
             f"with cdc_monitor.runtime.session.get_spark (it adds {operator_jar()} to spark.jars), or pass that jar "
             "with --jars to spark-submit") from None
-
-
-def _named(text: str, names: list[str]) -> str:
-    """``text`` with the placeholders ``{name}`` of subqueries of the statement made their names."""
-    for name in names:
-        text = text.replace("{" + name + "}", name)
-    return text

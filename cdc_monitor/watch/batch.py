@@ -28,6 +28,7 @@ from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.checks.context import CheckContext
 from cdc_monitor.checks.lag import lag_row_ms
 from cdc_monitor.checks.source_gaps import GapRow, gap_findings
+from cdc_monitor.checks.sql import sql_over
 from cdc_monitor.config import ScanConfig
 from cdc_monitor.decoding import decode_records
 from cdc_monitor.decoding.avro_wire import avro_stream_as_json
@@ -227,7 +228,7 @@ def _events(out: DataFrame) -> DataFrame:
     text = (f"SELECT {plain}, true AS is_new, false AS tail, false AS candidate FROM {{out}} WHERE role = '{NEW}' "
             f"UNION ALL SELECT {first}, false AS is_new, max(role = '{TAIL}') AS tail, "
             f"max(role = '{CANDIDATE}') AS candidate FROM {{out}} WHERE role IN ({context}) GROUP BY {', '.join(COORD)}")
-    return out.sparkSession.sql(text, out=out)
+    return sql_over(out.sparkSession, text, {"out": out})
 
 
 def _per_partition(census: list[Row]) -> list[dict[str, Any]]:

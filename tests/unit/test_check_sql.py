@@ -1,5 +1,5 @@
 """Checks written as SQL text (checks/sql.py): the finding contract's select-list, one statement
-for several checks with their kept subqueries and parameters, on tiny hand-made frames."""
+for several checks with their subqueries and parameters, on tiny hand-made frames."""
 
 from __future__ import annotations
 
@@ -7,20 +7,8 @@ import pytest
 
 from cdc_monitor.checks.findings import FINDING_COLUMNS, FINDING_SCHEMA, finding
 from cdc_monitor.checks.ordering import DUPLICATE
-from cdc_monitor.checks.sql import SqlFindings, finding_sql, findings_frame, lit
+from cdc_monitor.checks.sql import SqlFindings, finding_sql, findings_frame, lit, sql_over
 from cdc_monitor.checks.stalls import CONNECTOR_STALLED
-
-
-class Kept:
-    """A placement that records what it keeps (the engine's ``FrameCache`` persists it)."""
-
-    def __init__(self, one_partition: bool = False):
-        self.one_partition = one_partition
-        self.kept = []
-
-    def keep(self, frame):
-        self.kept.append(frame)
-        return frame
 
 
 def test_literals_are_quoted_and_escaped(spark):
@@ -47,28 +35,38 @@ def test_a_finding_in_sql_is_the_finding_the_dataframe_api_builds(spark):
     assert sorted(r["key"] for r in by_sql.collect()) == ["1004", "plain"]
 
 
-def test_checks_of_one_scope_are_one_statement_with_their_kept_subqueries_and_parameters(spark):
+def test_checks_of_one_scope_are_one_statement_with_their_subqueries_and_parameters(spark):
     events = spark.createDataFrame([("a", 1), ("a", 5), ("b", 2)], "topic string, offset bigint")
     base = dict(topic="topic", offset="offset")
     first = SqlFindings(
-        kept=(("late", "SELECT * FROM {events} WHERE offset > :from_offset"),),
+        ctes=(("late", "SELECT * FROM {events} WHERE offset > :from_offset"),),
         args={"from_offset": 1},
-        selects=(f"SELECT {finding_sql(DUPLICATE, lit('late'), **base)} FROM {{late}}",))
+        selects=(f"SELECT {finding_sql(DUPLICATE, lit('late'), **base)} FROM late",))
     second = SqlFindings(
         ctes=(("by_topic", "SELECT topic, max(offset) AS offset FROM {events} GROUP BY topic"),),
         args={"from_offset": 1},  # the same value under the same name: one parameter
         selects=(f"SELECT {finding_sql(CONNECTOR_STALLED, lit('last'), **base)} FROM by_topic WHERE offset >= :from_offset",))
     expected = [("connector_stalled", "a", 5), ("connector_stalled", "b", 2), ("duplicate", "a", 5), ("duplicate", "b", 2)]
-    spread = Kept()  # a window over several partitions: the kept rows are persisted once
-    got = findings_frame([first, second], {"events": events}, spread)
-    assert len(spread.kept) == 1
-    assert sorted((r["rule"], r["topic"], r["offset"]) for r in got.collect()) == expected
-    single = Kept(one_partition=True)  # in one partition: a subquery of the one statement
-    got = findings_frame([first, second], {"events": events}, single)
-    assert single.kept == []
+    got = findings_frame([first, second], {"events": events})
     assert sorted((r["rule"], r["topic"], r["offset"]) for r in got.collect()) == expected
     clashing = SqlFindings(selects=second.selects, args={"from_offset": 3})
     with pytest.raises(AssertionError, match="from_offset"):
         findings_frame([first, clashing], {"events": events})
     empty = findings_frame([], {"events": events})
     assert empty.count() == 0 and empty.schema == spark.createDataFrame([], FINDING_SCHEMA).schema
+
+
+def test_a_statement_over_frames_leaves_them_persisted_and_no_view_behind(spark):
+    """``sql_over``: PySpark's own ``spark.sql(text, frame=...)`` unpersists a persisted frame passed in
+    (it drops its view through ``catalog.dropTempView``, which uncaches the view's plan)."""
+    from pyspark import StorageLevel
+
+    kept = spark.range(100).selectExpr("id", "id % 7 AS k").persist(StorageLevel.DISK_ONLY)
+    try:
+        kept.count()
+        got = sql_over(spark, "SELECT k, count(1) AS n FROM {kept} WHERE id >= :lo GROUP BY k", {"kept": kept}, {"lo": 50})
+        assert sum(r["n"] for r in got.collect()) == 50
+        assert kept.storageLevel == StorageLevel.DISK_ONLY
+        assert [t.name for t in spark.catalog.listTables() if t.name.startswith("cdc_")] == []
+    finally:
+        kept.unpersist()
