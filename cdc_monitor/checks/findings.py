@@ -30,10 +30,11 @@ MAX_OFFSETS = 20
 def finding_row(rule: Rule, message: str, *, topic: str | None = None, partition: int | None = None,
                 server: str | None = None, table: str | None = None) -> dict[str, Any]:
     """A finding the driver knows without reading records (the input's duplicates, a registry
-    schema): one row of ``FINDING_SCHEMA``; the window's evaluation makes them one frame."""
+    schema): its ``REPORTED_COLUMNS``; the window's evaluation makes them one frame (no record, so no
+    record time)."""
     return {"check": rule.check, "rule": rule.name, "severity": rule.severity, "topic": topic, "partition": partition,
             "offset": None, "offsets": None, "key": None, "txn_id": None, "message": message, "server": server,
-            "table": table, "record_ts_ms": None}
+            "table": table}
 
 
 def _finding_columns(

@@ -22,7 +22,7 @@ POINTS = 60
 STEPS_MS = (1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 600_000, 1_800_000, 3_600_000, 21_600_000, 86_400_000)
 LOCATION = ["topic", "partition", "offset"]
 SERIES_PART, SERIES_COLUMNS = "findings_series", ("rule", "severity", "t_ms", "count")
-SET, _TS = "_grouping", "_record_ts_ms"
+SET = "_grouping"
 
 
 def step_ms(start_ms: int | None, end_ms: int | None) -> int:
@@ -73,15 +73,14 @@ class FindingsSeries:
         series'); the part each group reports to."""
         counts, per_table = F.col(SET) == 0, F.col(SET) == 2
         sets = [F.lit(0), *([F.lit(1)] if self.step is not None else []), *([F.lit(2)] if self.history_step is not None else [])]
-        both = (ranked.withColumn(_TS, F.col("record_ts_ms"))
-                .withColumn(SET, F.explode(F.array(*sets)))
-                .where(counts | F.col(_TS).isNotNull())
+        both = (ranked.withColumn(SET, F.explode(F.array(*sets)))
+                .where(counts | F.col("record_ts_ms").isNotNull())
                 .withColumn("rn", F.when(counts, F.col("rn"))))  # the series lists no findings
         kept = {"rule": F.lit(True), "severity": ~per_table, "server": counts | per_table, "table": counts | per_table}
         keys = [F.col(SET), *[F.when(kept.get(c, counts), F.col(c)).alias(c) for c in group]]
         t_ms, part = F.lit(None).cast("bigint"), F.when(counts, F.lit("findings"))
         for where, step, name in ((F.col(SET) == 1, self.step, SERIES_PART), (per_table, self.history_step, FINDINGS_PART)):
             if step is not None:
-                t_ms = F.when(where, _bucket(F.col(_TS), step)).otherwise(t_ms)
+                t_ms = F.when(where, _bucket(F.col("record_ts_ms"), step)).otherwise(t_ms)
                 part = part.when(where, F.lit(name))
         return both, [*keys, t_ms.alias("t_ms")], part

@@ -44,7 +44,7 @@ class WindowFrames:
     """A window's frames: its decoded events and the findings known before the checks run."""
 
     events: DataFrame  # decoded
-    driver_findings: list[dict[str, Any]] = field(default_factory=list)  # rows of FINDING_SCHEMA (checks' finding_row)
+    driver_findings: list[dict[str, Any]] = field(default_factory=list)  # checks' finding_row (REPORTED_COLUMNS)
     other_findings: list[DataFrame] = field(default_factory=list)  # findings over other frames (unreadable lines)
 
 
