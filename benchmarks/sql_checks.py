@@ -64,8 +64,8 @@ def main() -> None:
         relations = {"events": events, "lag_scope": events}
         table = [schema_changes.schema_change_sql(), snapshots.snapshot_restarted_sql(), lag.lag_spike_sql(*lag_args),
                  stalls.stall_sql(cfg.stall_threshold_ms), source_block.sequence_sql()]
-        return union_all([findings_frame([ordering.ordering_sql(ctx)], relations, cache),
-                          findings_frame(table, relations, cache)], FINDING_COLUMNS)
+        return union_all([findings_frame([ordering.ordering_sql(ctx)], relations),
+                          findings_frame(table, relations)], FINDING_COLUMNS)
 
     seconds: dict[str, list[float]] = {"dataframe": [], "sql": []}
     rows = {}

@@ -26,8 +26,6 @@ from cdc_monitor.vocabulary import Rule
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from cdc_monitor.checks.context import Placement
-
 def lit(value: str | int | bool | None) -> str:
     """``value`` as a SQL literal (text quoted, quotes and backslashes escaped)."""
     if value is None:
@@ -100,8 +98,7 @@ class SqlFindings:
     functions: tuple[JavaFunction, ...] = ()  # Java functions of the operators jar the text calls
 
 
-def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFrame],
-                   placement: Placement | None = None) -> DataFrame:
+def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFrame]) -> DataFrame:
     """The findings of ``checks`` (rows of ``FINDING_SCHEMA``) as one frame: one statement, one
     ``spark.sql`` call (``sql_over``)."""
     spark = next(iter(relations.values())).sparkSession
@@ -145,16 +142,7 @@ def sql_over(spark: SparkSession, text: str, frames: Mapping[str, DataFrame],
 
 
 def register(spark: SparkSession, function: JavaFunction) -> None:
-    """``function`` registered in ``spark`` (idempotent); a session without the operators jar is a fix-it error."""
-    from cdc_monitor.errors import EnvironmentProblem
-    from cdc_monitor.runtime.jvm import operator_jar
+    """``function`` registered in ``spark`` (idempotent; runtime/jvm.py)."""
+    from cdc_monitor.runtime.jvm import register_java_function
 
-    try:
-        spark.udf.registerJavaFunction(function.name, function.java_class, function.returns)
-    except Exception as exc:  # the class is not on the session's classpath
-        if not any(s in str(exc) for s in ("ClassNotFound", "Can not load class", "CANNOT_LOAD")):
-            raise
-        raise EnvironmentProblem(
-            f"cdc-monitor's checks ({function.java_class}) are not on this Spark session's classpath: start the session "
-            f"with cdc_monitor.runtime.session.get_spark (it adds {operator_jar()} to spark.jars), or pass that jar "
-            "with --jars to spark-submit") from None
+    register_java_function(spark, function.name, function.java_class, function.returns, "cdc-monitor's checks")

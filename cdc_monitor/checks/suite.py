@@ -60,8 +60,8 @@ def run_checks(events: DataFrame, ctx: CheckContext, *, fresh: DataFrame | None 
     by_scope = {
         # what the record alone shows, judged by the decoder while it read the record
         "record": [verdict_findings(fresh)],
-        "key": [findings_frame([ordering_sql(ctx)], relations, ctx.placement)],
+        "key": [findings_frame([ordering_sql(ctx)], relations)],
         "transaction": tx.findings if tx is not None else [],
-        "table": [topic_findings(fresh), findings_frame(per_table, relations, ctx.placement)],
+        "table": [topic_findings(fresh), findings_frame(per_table, relations)],
     }
     return CheckedResult(by_scope=by_scope, lag=lag_table(fresh), transactions=tx.transactions if tx is not None else None)

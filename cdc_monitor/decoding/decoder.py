@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 
 from cdc_monitor.decoding.envelope import SOURCE_FIELDS, SOURCE_SCHEMA
 from cdc_monitor.errors import EnvironmentProblem
-from cdc_monitor.runtime.jvm import operator_jar, operator_jar_problem
+from cdc_monitor.runtime.jvm import operator_jar_problem, register_java_function
 from cdc_monitor.vocabulary import (
     ALLOWED_OPS,
     CONNECTORS,
@@ -122,15 +122,7 @@ def register_decoder(spark: SparkSession, texts: bool = False) -> None:
     """Registers the decoder in ``spark`` (idempotent); a missing or mismatched jar is a fix-it error."""
     if (problem := decoder_problem()) is not None:
         raise EnvironmentProblem(problem)
-    try:
-        spark.udf.registerJavaFunction(_udf_name(texts), DECODER_CLASS, decoded_type(texts))
-    except Exception as exc:  # the class is not on the session's classpath
-        if "ClassNotFound" not in str(exc) and "Can not load class" not in str(exc) and "CANNOT_LOAD" not in str(exc):
-            raise
-        raise EnvironmentProblem(
-            f"cdc-monitor's decoder ({DECODER_CLASS}) is not on this Spark session's classpath: start the session "
-            f"with cdc_monitor.runtime.session.get_spark (it adds {operator_jar()} to spark.jars), or pass that jar "
-            "with --jars to spark-submit") from None
+    register_java_function(spark, _udf_name(texts), DECODER_CLASS, decoded_type(texts), "cdc-monitor's decoder")
 
 
 def _udf_name(texts: bool) -> str:

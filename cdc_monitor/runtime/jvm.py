@@ -34,8 +34,13 @@ import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cdc_monitor.runtime.settings import SMALL_INPUT
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import DataType
 
 LOGGING = "-Xlog:disable -Xlog:all=error:stderr"
 CLASSPATH_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
@@ -87,6 +92,23 @@ def operator_jar_problem() -> str | None:
     return (f"watch's JVM operator needs a jar built for the installed pyspark {minor}, but {what} "
             f"(it has {', '.join(have) or 'none'}): install a pyspark this cdc-monitor supports (see its README), "
             "or build the jar for this one from the sources: bash scripts/build_jar.sh (needs a JDK)")
+
+
+def register_java_function(spark: SparkSession, name: str, java_class: str, returns: DataType | str, what: str) -> None:
+    """A UDF of the operator jar registered in ``spark`` as ``name`` (Spark's public
+    ``registerJavaFunction``; idempotent). A session without the jar on its classpath is a fix-it
+    error naming ``what`` needs it."""
+    from cdc_monitor.errors import EnvironmentProblem
+
+    try:
+        spark.udf.registerJavaFunction(name, java_class, returns)
+    except Exception as exc:  # the class is not on the session's classpath
+        if not any(s in str(exc) for s in ("ClassNotFound", "Can not load class", "CANNOT_LOAD")):
+            raise
+        raise EnvironmentProblem(
+            f"{what} ({java_class}) is not on this Spark session's classpath: start the session with "
+            f"cdc_monitor.runtime.session.get_spark (it adds {operator_jar()} to spark.jars), or pass that jar "
+            "with --jars to spark-submit") from None
 
 
 def with_operator_jar(jars: str | None) -> str:
