@@ -64,6 +64,7 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults, OrderingFaults):
         self.drop_end_next = False
         self.special_pk = 900_000
         self.txn_no = 0
+        self.spiked_ms: dict[str, int] = {}  # table -> its last MongoDB lag spike's ts_ms (lag_faults.py)
         self.variants: dict[str, int] = {}  # rule -> how many of it were placed (each repeat a variant)
 
     def variant(self, rule: str, advance: bool = False) -> int:

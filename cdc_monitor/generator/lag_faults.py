@@ -18,6 +18,7 @@ SPIKE_MS = 120_000  # a lag spike's extra lag
 
 class LagFaults:
     g: Generator
+    spiked_ms: dict[str, int]  # FaultPlan's
 
     def label(self, rule: str, rec: Any, txn_id: str | None = None) -> None: ...  # FaultPlan's
     def variant(self, rule: str, advance: bool = False) -> int: ...
@@ -39,11 +40,10 @@ class LagFaults:
         if self.g.f.documents:
             # MongoDB's spike delays the processing time (ts_ms) by SPIKE_MS: a spike of the same table
             # within twice that is its neighbour by ts_ms, one run, one finding; later, then
-            spiked = self.__dict__.setdefault("_spiked_ms", {})
             now = recs[0].value["ts_ms"]
-            if now - spiked.get(recs[0].table, now - 2 * SPIKE_MS) < 2 * SPIKE_MS:
+            if now - self.spiked_ms.get(recs[0].table, now - 2 * SPIKE_MS) < 2 * SPIKE_MS:
                 return False
-            spiked[recs[0].table] = now
+            self.spiked_ms[recs[0].table] = now
         self._shift_source(recs[0], -SPIKE_MS)
         self.label(LAG_SPIKE.name, recs[0])
         return True

@@ -1,6 +1,7 @@
 package cdcmonitor;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -95,7 +96,7 @@ public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Lon
         List<Rec> seen = new ArrayList<>(data.size());
         Set<List<Object>> copies = new HashSet<>();
         for (Rec r : data) {
-            if (copies.add(java.util.Arrays.asList(r.topic, r.keyPayload, r.content))) {
+            if (copies.add(Arrays.asList(r.topic, r.keyPayload, r.content))) {
                 seen.add(r);
             }
         }
