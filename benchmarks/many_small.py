@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchmarks import measure
 
 PY = sys.executable
 FLAVOURS = ("mysql", "postgresql", "sqlserver", "oracle", "mongodb", "yugabyte", "dtle")
@@ -61,14 +62,7 @@ def main() -> None:
                             str(opts.events), "--seed", str(i), "--faults", "--output", str(path)],
                            check=True, capture_output=True)
         paths.append(str(path.resolve()))
-    rows = {}
-    for name, tree in (("this tree", str(Path(__file__).resolve().parents[1])),
-                       *((("baseline", opts.baseline),) if opts.baseline else ())):
-        env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}  # this file by its path: the tree's package
-        r = subprocess.run([PY, __file__, "--child", *paths], env=env, capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr[-3000:]
-        rows[name] = json.loads(r.stdout.strip().splitlines()[-1])
-        print(f"{name}: {rows[name]}", file=sys.stderr)
+    rows = measure.in_trees(__file__, ["--child", *paths], opts.baseline)
     print(f"\n{opts.captures} captures of {opts.events} events (faults injected), one warm process, verbs.scan.run each\n")
     print("| tree | in all (s) | median scan (s) | largest (s) |")
     print("| --- | ---: | ---: | ---: |")

@@ -73,3 +73,21 @@ def run(cmd: list[str], env: dict[str, str] | None = None, interval: float = 0.2
     thread.join()
     mb = {k: round(v / 2**20, 1) for k, v in peaks.items()}
     return Measured(round(time.perf_counter() - started, 2), proc.returncode, out, err, mb.pop("total"), mb)
+
+
+def in_trees(script: str, args: list[str], baseline: str | None = None) -> dict[str, dict]:
+    """``script`` (a benchmark file, run by its path: a baseline checkout may predate it) once with
+    this checkout's package and once, with ``baseline``, with that checkout's (its folder first on
+    the path), one process each; the JSON its last line of output prints, per tree."""
+    import json
+    import sys
+
+    here = str(Path(__file__).resolve().parents[1])
+    rows: dict[str, dict] = {}
+    for name, tree in (("this tree", here), *((("baseline", baseline),) if baseline else ())):
+        env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
+        r = subprocess.run([sys.executable, script, *args], env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-3000:]
+        rows[name] = json.loads(r.stdout.strip().splitlines()[-1])
+        print(f"{name}: {json.dumps(rows[name])}", file=sys.stderr)
+    return rows

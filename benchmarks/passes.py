@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+
+from benchmarks import measure
 
 PY = sys.executable
 
@@ -78,16 +78,8 @@ def main() -> None:
     from benchmarks.__main__ import generate
 
     paths = [str(Path(p).resolve()) for p in generate(Path(opts.workdir) / f"capture-{opts.events}", opts.events)]
-    here = str(Path(__file__).resolve().parents[1])
-    rows = {}
-    for name, tree in (("this tree", here), *((("baseline", opts.baseline),) if opts.baseline else ())):
-        # this file run by its path (a baseline may predate it), the tree's package first on the path
-        env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
-        r = subprocess.run([PY, __file__, "--scans", str(opts.scans), "--port", str(opts.port), "--child", *paths],
-                           env=env, capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr[-3000:]
-        rows[name] = json.loads(r.stdout.strip().splitlines()[-1])
-        print(f"{name}: {json.dumps(rows[name])}", file=sys.stderr)
+    rows = measure.in_trees(__file__, ["--scans", str(opts.scans), "--port", str(opts.port), "--child", *paths],
+                            opts.baseline)
     print(f"\nthe findings job of the last of {opts.scans} scans in one process, {rows['this tree']['records']:,} records\n")
     print("| tree | stages | reading the checkpoint | executor CPU (s) | CPU per record (us) | findings job, warm (s) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")

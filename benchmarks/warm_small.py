@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchmarks import measure
 
 PY = sys.executable
 
@@ -59,14 +60,7 @@ def main() -> None:
     if not capture.exists():
         subprocess.run([PY, "-m", "cdc_monitor", "generate", "--flavour", "mysql", "--events", str(opts.events), "--seed", "5",
                         "--faults", "--output", str(capture)], check=True, capture_output=True)
-    rows = {}
-    for name, tree in (("this tree", str(Path(__file__).resolve().parents[1])),
-                       *((("baseline", opts.baseline),) if opts.baseline else ())):
-        env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}  # this file by its path: the tree's package
-        r = subprocess.run([PY, __file__, "--child", str(capture.resolve())], env=env, capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr[-3000:]
-        rows[name] = json.loads(r.stdout.strip().splitlines()[-1])
-        print(f"{name}: {rows[name]}", file=sys.stderr)
+    rows = measure.in_trees(__file__, ["--child", str(capture.resolve())], opts.baseline)
     records = sum(1 for line in capture.read_text().splitlines() if line.strip())
     print(f"\n{capture.name}: {records:,} records; medians of 5 warm runs\n")
     print("| tree | scan (s) | read (s) | scan / read | planning the checks (s) | findings job (s) |")
