@@ -29,11 +29,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.context import CheckContext, WindowFacts
-from cdc_monitor.checks.ordering import CONTENT_HASH
-from cdc_monitor.checks.sql import JavaFunction, finding_sql, lit, register, sql_over
+from cdc_monitor.checks.findings import finding
+from cdc_monitor.checks.ordering import content_hash
+from cdc_monitor.checks.sql import JavaFunction, register
 from cdc_monitor.vocabulary import TX_STATUSES, Rule, Severity, TxStatus
 
 if TYPE_CHECKING:
@@ -69,10 +71,64 @@ class TransactionResult:
     transactions: DataFrame  # one row per transaction id: status and problem flags
 
 
-# a BEGIN or END marker that can be paired (INVALID_MARKER_ID, judged by the decoder, covers the rest)
-MARKER = ("kind = 'transaction' AND decode_error IS NULL AND status IN ('BEGIN', 'END') "
-          "AND coalesce(trim(marker_id) != '', false)")
-BEGIN, END = "status = 'BEGIN'", "status = 'END'"
+def _is_marker() -> Column:
+    return (F.col("kind") == "transaction") & F.col("decode_error").isNull() & F.col("status").isin("BEGIN", "END")
+
+
+def _has_id() -> Column:
+    return F.coalesce(F.trim(F.col("marker_id")) != "", F.lit(False))
+
+
+def _markers(events: DataFrame) -> DataFrame:
+    return events.where(_is_marker() & _has_id()).withColumn("txn_key", F.col("marker_key"))
+
+
+def _per_transaction(markers: DataFrame, facts: WindowFacts) -> DataFrame:
+    """One row per (transaction-topic partition, server, transaction): its first BEGIN and first
+    END (repeated markers keep the first of each), the partition's next BEGIN after it and its
+    first BEGIN, with a status. One shuffle: a window and an aggregate on the same partitioning."""
+    is_begin, is_end = F.col("status") == "BEGIN", F.col("status") == "END"
+    begin_offset = F.when(is_begin, F.col("offset"))
+    part = Window.partitionBy("topic", "partition")
+    # next BEGIN after each marker, as a growing frame over descending offsets (linear, unlike
+    # a frame running to the unbounded end)
+    later = part.orderBy(F.col("offset").desc()).rowsBetween(Window.unboundedPreceding, -1)
+    marked = markers.withColumn("next_begin", F.min(begin_offset).over(later)).withColumn(
+        "first_begin", F.min(begin_offset).over(part))
+    txns = marked.groupBy("topic", "partition", "server", "txn_key").agg(
+        F.min_by(F.when(is_begin, F.struct(
+            F.col("offset").alias("begin_offset"), F.col("marker_id").alias("begin_id"), F.col("key").alias("begin_key"),
+            "next_begin", F.col("record_ts_ms").alias("begin_ts"), F.col("ts_ms").alias("begin_ts_ms"))),
+            begin_offset).alias("b"),
+        F.min_by(F.when(is_end, F.struct(
+            F.col("offset").alias("end_offset"), F.col("marker_id").alias("end_id"), F.col("key").alias("end_key"),
+            F.col("marker_event_count").alias("event_count"), F.col("marker_collections").alias("collections"),
+            F.col("record_ts_ms").alias("end_ts"),
+            F.col("ts_ms").alias("end_ts_ms"))),
+            F.when(is_end, F.col("offset"))).alias("e"),
+        F.first("first_begin").alias("first_begin"),
+    ).select("topic", "partition", "server", "txn_key", "b.*", "e.*", "first_begin")
+    txns = txns.withColumn("txn_id", F.coalesce("begin_id", "end_id")).withColumn("from_start", facts.from_start())
+    data_start = facts.lookup("data_start", F.col("server"))
+    read = facts.lookup("read", F.col("server"))
+    # collections the END counts events of, of which the window holds no event at all
+    absent = F.transform(F.filter(F.coalesce(F.col("collections"), F.array()), lambda c: (c["event_count"] > 0) & ~F.coalesce(
+        F.array_contains(read, c["data_collection"]), F.lit(False))), lambda c: c["data_collection"])
+    nothing_read = read.isNull() & (F.coalesce(F.col("event_count"), F.lit(0)) > 0)
+    txns = txns.withColumn("absent", absent)
+    status = (
+        F.when(F.col("begin_offset").isNotNull() & F.col("end_offset").isNotNull()
+               & ((F.col("begin_ts") < F.coalesce(data_start, F.lit(0))) | (F.size("absent") > 0) | nothing_read),
+               F.lit(TxStatus.UNVERIFIABLE.value))
+        .when(F.col("begin_offset").isNotNull() & F.col("end_offset").isNotNull(), F.lit(TxStatus.COMPLETE.value))
+        .when(F.col("begin_offset").isNotNull() & F.col("next_begin").isNotNull(), F.lit(TxStatus.MISSING_END.value))
+        .when(F.col("begin_offset").isNotNull(), F.lit(TxStatus.OPEN.value))
+        .when(~F.col("from_start") & (F.col("first_begin").isNull() | (F.col("end_offset") < F.col("first_begin"))),
+              F.lit(TxStatus.UNVERIFIABLE.value))
+        .otherwise(F.lit(TxStatus.MISSING_BEGIN.value))
+    )
+    return txns.withColumn("status", status)
+
 
 # the transaction pass's data side: one aggregate per (server, transaction key) collects each data
 # event naming a transaction, and each marker naming one, as this struct (java/TxnJudge.java's Rec
@@ -85,136 +141,92 @@ TXN_JUDGE = JavaFunction(
     "txn_id:string,`table`:string,record_ts_ms:bigint>>>")
 
 
-def _transactions_sql(facts: WindowFacts) -> tuple[str, dict[str, str]]:
-    """One row per transaction (its markers' side and its data side, fully joined), as SQL over
-    ``{events}``, and the facts it reads (named parameters).
-
-    The markers' side: per (transaction-topic partition, server, transaction), its first BEGIN and
-    first END (repeated markers keep the first of each), the partition's next BEGIN after it and its
-    first BEGIN, and a status; one shuffle (a window and an aggregate on the same partitioning).
-
-    The data side, per (server, txn_key): the data events seen (copies of one event, ordering's
-    content hash, counted once: a re-delivery, or a replay after a connector restart, whose processing
-    time ``ts_ms`` is new), seen per collection, the first event out of 1..n order and how many are,
-    and the orphan events (their transaction on no marker, inside the span the server's transaction
-    topic covers). One aggregate, judged by ``TXN_JUDGE``."""
-    data_start, a1 = facts.lookup_sql("data_start", "server")
-    read, a2 = facts.lookup_sql("read", "server")
-    from_start, a3 = facts.from_start_sql()
-    lo, a4 = facts.lookup_sql("txn_lo", "server")
-    hi, a5 = facts.lookup_sql("txn_hi", "server")
-    first_begin_of = f"min(CASE WHEN {BEGIN} THEN offset END)"
-    both = "begin_offset IS NOT NULL AND end_offset IS NOT NULL"
-    s = {t: lit(t.value) for t in TxStatus}
-    complete = f"status = {s[TxStatus.COMPLETE]}"
-    coll_diff = ("filter(coalesce(collections, array()), "
-                 "c -> c.event_count != coalesce(element_at(seen_by_collection, c.data_collection), 0))")
-    seen_not_listed = ("filter(map_keys(coalesce(seen_by_collection, CAST(map() AS map<string,bigint>))), "
-                       "t -> NOT exists(coalesce(collections, array()), c -> c.data_collection = t))")
-    text = f"""
-    WITH tx_marked AS (
-      SELECT topic, partition, offset, server, marker_key AS txn_key, status, marker_id, key, record_ts_ms, ts_ms,
-        marker_event_count, marker_collections,
-        -- the next BEGIN after each marker, as a growing frame over descending offsets (linear, unlike
-        -- a frame running to the unbounded end)
-        {first_begin_of} OVER (PARTITION BY topic, partition ORDER BY offset DESC
-                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS next_begin,
-        {first_begin_of} OVER (PARTITION BY topic, partition) AS first_begin
-      FROM {{events}} WHERE {MARKER}),
-    tx_pairs AS (
-      SELECT topic, partition, server, txn_key, b.*, e.*, first_begin FROM (
-        SELECT topic, partition, server, txn_key,
-          min_by(CASE WHEN {BEGIN} THEN struct(offset AS begin_offset, marker_id AS begin_id, key AS begin_key, next_begin,
-                                               record_ts_ms AS begin_ts, ts_ms AS begin_ts_ms) END,
-                 CASE WHEN {BEGIN} THEN offset END) AS b,
-          min_by(CASE WHEN {END} THEN struct(offset AS end_offset, marker_id AS end_id, key AS end_key,
-                                             marker_event_count AS event_count, marker_collections AS collections,
-                                             record_ts_ms AS end_ts, ts_ms AS end_ts_ms) END,
-                 CASE WHEN {END} THEN offset END) AS e,
-          first(first_begin) AS first_begin
-        FROM tx_marked GROUP BY topic, partition, server, txn_key)),
-    tx_markers_side AS (
-      SELECT *, CASE
-          WHEN {both} AND (begin_ts < coalesce({data_start}, 0) OR size(absent) > 0
-                           OR ({read} IS NULL AND coalesce(event_count, 0) > 0)) THEN {s[TxStatus.UNVERIFIABLE]}
-          WHEN {both} THEN {s[TxStatus.COMPLETE]}
-          WHEN begin_offset IS NOT NULL AND next_begin IS NOT NULL THEN {s[TxStatus.MISSING_END]}
-          WHEN begin_offset IS NOT NULL THEN {s[TxStatus.OPEN]}
-          WHEN NOT from_start AND (first_begin IS NULL OR end_offset < first_begin) THEN {s[TxStatus.UNVERIFIABLE]}
-          ELSE {s[TxStatus.MISSING_BEGIN]} END AS status
-      FROM (SELECT *, coalesce(begin_id, end_id) AS txn_id, {from_start} AS from_start,
-              -- collections the END counts events of, of which the window holds no event at all
-              transform(filter(coalesce(collections, array()), c -> c.event_count > 0
-                               AND NOT coalesce(array_contains({read}, c.data_collection), false)),
-                        c -> c.data_collection) AS absent
-            FROM tx_pairs)),
-    tx_data_side AS (
-      SELECT server, txn_key, j.seen AS data_seen, j.seen_by_collection, j.brk, j.breaks, j.orphans FROM (
-        SELECT server, txn_key, {TXN_JUDGE.name}(collect_list(rec), {lo}, {hi}) AS j FROM (
-          SELECT server, CASE WHEN m THEN marker_key ELSE txn_key END AS txn_key,
-            struct(m, topic, partition, offset, key_payload, CASE WHEN NOT m THEN {CONTENT_HASH} END, `table`,
-                   txn_total_order, txn_collection_order, record_ts_ms, key, txn_id) AS rec
-          FROM (SELECT *, {MARKER} AS m FROM {{events}}) WHERE (data_event AND txn_id IS NOT NULL) OR m)
-        GROUP BY server, txn_key)),
-    -- a row per transaction the markers name, with its data side; and one per transaction only data
-    -- events name (its orphans): every finding of the pass comes from these rows, one read of each side
-    tx_joined AS (
-      SELECT * EXCEPT (data_seen), coalesce(data_seen, 0) AS seen
-      FROM (SELECT *, true AS marked FROM tx_markers_side) m FULL OUTER JOIN tx_data_side d USING (server, txn_key))
-    SELECT *, {complete} AND event_count IS NOT NULL AND event_count != seen AS {COUNT_MISMATCH.name},
-      {complete} AND collections IS NOT NULL AND (size({coll_diff}) > 0 OR size({seen_not_listed}) > 0)
-        AS {COLLECTION_COUNT_MISMATCH.name},
-      {coll_diff} AS coll_diff,
-      {complete} AND brk IS NOT NULL AS {ORDER_GAP.name}
-    FROM tx_joined"""
-    return text, {**a1, **a2, **a3, **a4, **a5}
-
-
-def _findings_sql() -> str:
-    """The pass's findings over ``{txns}`` (``_transactions_sql``'s rows): each row's findings as one
-    array (those that hold, then its orphans), exploded: one pass over the rows."""
-    marker = dict(topic="topic", partition="partition", server="server")
-    begin = dict(marker, offset="begin_offset", key="begin_key", txn_id="begin_id", at="begin_ts")
-    end = dict(marker, offset="end_offset", key="end_key", txn_id="end_id", at="end_ts")
-    complete = f"status = {lit(TxStatus.COMPLETE.value)}"
-    found = [  # (where, the finding there)
-        (f"status = {lit(TxStatus.MISSING_END.value)}", finding_sql(MISSING_END, (
-            "concat('BEGIN of ', txn_id, ' is followed by another BEGIN (offset ', next_begin, ') without its END')"),
-            **begin)),
-        (f"status = {lit(TxStatus.MISSING_BEGIN.value)}", finding_sql(
-            MISSING_BEGIN, "concat('END of ', txn_id, ' has no BEGIN')", **end)),
-        (COUNT_MISMATCH.name, finding_sql(
-            COUNT_MISMATCH, "concat('END says ', event_count, ' events, ', seen, ' seen')", **end)),
-        (COLLECTION_COUNT_MISMATCH.name, finding_sql(COLLECTION_COUNT_MISMATCH, (
-            "concat('END per collection ', to_json(collections), ' but seen ', to_json(coalesce(seen_by_collection, map())))"),
-            **end)),
-        (f"{complete} AND end_ts_ms < begin_ts_ms", finding_sql(END_BEFORE_BEGIN, (
-            f"concat('END of ', txn_id, ' has ts_ms ', end_ts_ms, {lit(', before its BEGIN' + chr(39) + 's ')}, begin_ts_ms)"),
-            **end)),
-        (ORDER_GAP.name, finding_sql(ORDER_GAP, (
-            "concat(CASE WHEN brk.total_break THEN 'total_order ' ELSE 'data_collection_order ' END, "
-            "'breaks 1..n at total_order ', coalesce(CAST(brk.txn_total_order AS string), '?'), ' (', breaks, "
-            "' event(s) out of sequence)')"),
-            topic="brk.topic", partition="brk.partition", offset="brk.offset", key="brk.key", txn_id="brk.txn_id",
-            server="server", table="brk.`table`", at="brk.record_ts_ms")),
-    ]
-    holds = ", ".join(f"CASE WHEN {where} THEN struct({columns}) END" for where, columns in found)
-    orphan = finding_sql(ORPHAN_EVENT, "concat('transaction ', o.txn_id, ' appears on no BEGIN/END')", topic="o.topic",
-                         partition="o.partition", offset="o.offset", key="o.key", txn_id="o.txn_id", server="server",
-                         table="o.`table`", at="o.record_ts_ms")
-    return (f"SELECT inline(concat(filter(array({holds}), f -> f IS NOT NULL), "
-            f"transform(coalesce(orphans, array()), o -> struct({orphan})))) FROM {{txns}}")
+def _data_side(events: DataFrame, ctx: CheckContext) -> DataFrame:
+    """Per (server, txn_key): the data events seen (copies of one event, ordering's content hash,
+    counted once: a re-delivery, or a replay after a connector restart, whose processing time
+    ``ts_ms`` is new), seen per collection, the first event out of 1..n order and how many are, and the
+    orphan events (their transaction on no marker, inside the span the server's transaction topic
+    covers). One read of the events, one aggregate, judged by ``TXN_JUDGE``."""
+    register(events.sparkSession, TXN_JUDGE)
+    marker = _is_marker() & _has_id()
+    record = F.struct(marker, "topic", "partition", "offset", "key_payload", F.when(~marker, content_hash()), "table",
+                      "txn_total_order", "txn_collection_order", "record_ts_ms", "key", "txn_id")
+    judged = (events.where((F.col("data_event") & F.col("txn_id").isNotNull()) | marker)
+              .groupBy("server", F.when(marker, F.col("marker_key")).otherwise(F.col("txn_key")).alias("txn_key"))
+              .agg(F.collect_list(record).alias("records"))
+              .select("server", "txn_key", F.call_udf(TXN_JUDGE.name, "records", ctx.facts.lookup("txn_lo", F.col("server")),
+                                                        ctx.facts.lookup("txn_hi", F.col("server"))).alias("j")))
+    return judged.select("server", "txn_key", "j.*")
 
 
 def transaction_check(events: DataFrame, ctx: CheckContext) -> TransactionResult:
-    """The transaction pass (see the module): its rows kept (the findings and the summary read them)
-    and its findings. Two statements, each analysed once."""
-    spark = events.sparkSession
-    register(spark, TXN_JUDGE)
-    text, args = _transactions_sql(ctx.facts)
-    txns = ctx.placement.keep(sql_over(spark, text, {"events": events}, args))
-    findings = sql_over(spark, _findings_sql(), {"txns": txns})
+    facts = ctx.facts
+    markers = _markers(events)
+    data = _data_side(events, ctx)
+    # a row per transaction the markers name, with its data side; and one per transaction only data
+    # events name (its orphans): every finding of the pass comes from these rows, one read of each side
+    txns = _per_transaction(markers, facts).withColumn("marked", F.lit(True))
+    txns = txns.join(data, ["server", "txn_key"], "full")
+    txns = txns.withColumn("seen", F.coalesce("seen", F.lit(0)))
+    complete = F.col("status") == TxStatus.COMPLETE.value
+    coll_diff = F.filter(
+        F.coalesce(F.col("collections"), F.array()),
+        lambda c: c["event_count"] != F.coalesce(F.element_at(F.col("seen_by_collection"), c["data_collection"]), F.lit(0)),
+    )
+    seen_not_listed = F.filter(
+        F.map_keys(F.coalesce(F.col("seen_by_collection"), F.create_map().cast("map<string,bigint>"))),
+        lambda t: ~F.exists(F.coalesce(F.col("collections"), F.array()), lambda c: c["data_collection"] == t),
+    )
+    txns = ctx.placement.keep(
+        txns.withColumn(COUNT_MISMATCH.name, complete & F.col("event_count").isNotNull() & (F.col("event_count") != F.col("seen")))
+        .withColumn(COLLECTION_COUNT_MISMATCH.name, complete & F.col("collections").isNotNull()
+                    & ((F.size(coll_diff) > 0) | (F.size(seen_not_listed) > 0)))
+        .withColumn("coll_diff", coll_diff)
+        .withColumn(ORDER_GAP.name, complete & F.col("brk").isNotNull())
+    )
+    marker_loc = dict(topic=F.col("topic"), partition=F.col("partition"), server=F.col("server"))
+    begin_loc = dict(marker_loc, txn_id=F.col("begin_id"), at=F.col("begin_ts"))
+    end_loc = dict(marker_loc, txn_id=F.col("end_id"), at=F.col("end_ts"))
+    found = [  # (where, the finding there)
+        (F.col("status") == TxStatus.MISSING_END.value, finding(
+            MISSING_END, F.concat(F.lit("BEGIN of "), F.col("txn_id"), F.lit(" is followed by another BEGIN (offset "),
+                                    F.col("next_begin"), F.lit(") without its END")),
+            offset=F.col("begin_offset"), key=F.col("begin_key"), **begin_loc)),
+        (F.col("status") == TxStatus.MISSING_BEGIN.value, finding(
+            MISSING_BEGIN, F.concat(F.lit("END of "), F.col("txn_id"), F.lit(" has no BEGIN")),
+            offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
+        (F.col(COUNT_MISMATCH.name), finding(
+            COUNT_MISMATCH, F.concat(F.lit("END says "), F.col("event_count"), F.lit(" events, "), F.col("seen"),
+                                       F.lit(" seen")),
+            offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
+        (F.col(COLLECTION_COUNT_MISMATCH.name), finding(COLLECTION_COUNT_MISMATCH,
+            F.concat(F.lit("END per collection "), F.to_json("collections"), F.lit(" but seen "),
+                     F.to_json(F.coalesce("seen_by_collection", F.create_map()))),
+            offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
+        (complete & (F.col("end_ts_ms") < F.col("begin_ts_ms")), finding(
+            END_BEFORE_BEGIN, F.concat(F.lit("END of "), F.col("txn_id"), F.lit(" has ts_ms "), F.col("end_ts_ms"),
+                                         F.lit(", before its BEGIN's "), F.col("begin_ts_ms")),
+            offset=F.col("end_offset"), key=F.col("end_key"), **end_loc)),
+        (F.col(ORDER_GAP.name), finding(ORDER_GAP,
+            F.concat(F.when(F.col("brk.total_break"), F.lit("total_order ")).otherwise(F.lit("data_collection_order ")),
+                     F.lit("breaks 1..n at total_order "), F.coalesce(F.col("brk.txn_total_order").cast("string"), F.lit("?")),
+                     F.lit(" ("), F.col("breaks"), F.lit(" event(s) out of sequence)")),
+            topic=F.col("brk.topic"), partition=F.col("brk.partition"), offset=F.col("brk.offset"),
+            key=F.col("brk.key"), txn_id=F.col("brk.txn_id"), server=F.col("server"), table=F.col("brk.table"),
+            at=F.col("brk.record_ts_ms"))),
+    ]
+    # each row's findings as one array (those that hold, then its orphans), exploded: one pass over the rows
+    per_row = F.concat(F.filter(F.array(*[F.when(where, F.struct(*cols)) for where, cols in found]), lambda f: f.isNotNull()),
+                       F.transform(F.coalesce(F.col("orphans"), F.array()), _orphan))
+    findings = txns.select(F.explode(per_row).alias("f")).select("f.*")
     return TransactionResult(findings=[findings], transactions=txns.where("marked"))
+
+
+def _orphan(o: Column) -> Column:
+    """An orphan event of the data side (a struct of TxnJudge's ``orphans``) as a finding."""
+    return F.struct(*finding(ORPHAN_EVENT, F.concat(F.lit("transaction "), o["txn_id"], F.lit(" appears on no BEGIN/END")),
+                             topic=o["topic"], partition=o["partition"], offset=o["offset"], key=o["key"],
+                             txn_id=o["txn_id"], server=F.col("server"), table=o["table"], at=o["record_ts_ms"]))
 
 
 def summary_frame(txns: DataFrame) -> DataFrame:
