@@ -4,6 +4,9 @@ what it emits as context. (The operator in a real streaming query: tests/test_wa
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 from pyspark.sql import types as T
@@ -224,3 +227,27 @@ def test_a_state_of_another_format_version_is_refused_with_what_to_do(spark):
     other = jvm.org.apache.spark.sql.RowFactory.create(fields)
     with pytest.raises(Exception, match=r"format version 2, this cdc-monitor reads version 1: start watch with a new --checkpoint"):
         jvm.cdcmonitor.Carry.checked(other)
+
+
+# A checkpoint written by the watch before this operator (5cea2be: the server and table groups in a
+# Python operator), three micro-batches of a small stream (tests/support/watch_stream.run_stream run
+# in a worktree of that commit); kept: cdc-state and Spark's metadata, offsets and commits, not the
+# state store's files (Spark never reads them: the refusal comes first).
+LAYOUT2 = Path(__file__).parent / "golden" / "watch-checkpoint-layout2"
+
+
+@pytest.mark.parametrize("kept", ["whole", "without cdc-state/layout", "without cdc-state"])
+def test_a_checkpoint_written_before_the_jvm_context_is_refused_in_one_line(tmp_path, kept):
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(LAYOUT2, ckpt)
+    if kept == "without cdc-state/layout":
+        (ckpt / "cdc-state" / "layout").unlink()
+    elif kept == "without cdc-state":
+        shutil.rmtree(ckpt / "cdc-state")
+    result = CliRunner().invoke(cli, ["watch", "--bootstrap-servers", "127.0.0.1:1", "--checkpoint", str(ckpt)])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "written by an earlier cdc-monitor watch" in lines[0]
+    assert "start watch with a new --checkpoint folder" in lines[0]
+    if kept == "whole":
+        assert "Python operator" in lines[0]
