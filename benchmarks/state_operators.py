@@ -3,7 +3,7 @@
 The same work three ways: a file stream of ``--batches`` micro-batches of ``--per-batch`` records
 over ``--keys`` keys; per key, emit the held history plus the new records and keep the last 3
 (JSON text state on the RocksDB provider), the output counted in ``foreachBatch`` as watch does.
-Modes: ``apply`` (``applyInPandasWithState``, what watch uses), ``tws`` (``transformWithState``,
+Modes: ``apply`` (``applyInPandasWithState``, what watch used until its context moved to the JVM), ``tws`` (``transformWithState``,
 rows) and ``twsp`` (``transformWithStateInPandas``). Each mode runs in its own process.
 Usage: python -m benchmarks.state_operators [--keys 5000] [--per-batch 20000] [--batches 5] [--mode all]
 (``CDC_MONITOR_TWS_TIME_MODE=ProcessingTime`` runs the transformWithState modes with timers/TTL enabled.)
@@ -12,7 +12,7 @@ Measured 2026-11-23 (2 cores, pyspark 4.3.0): 5,000 keys, 5 batches of 20,000: `
 4.9-5.6 s per batch, ~4k new records/s). 2,000 keys, 2 batches of 5,000: ``apply`` 10.8 s (second batch 2.64 s),
 ``tws`` 13.4 s (2.13 s), ``twsp`` 17.3 s (4.53 s), all with time mode "None". With time mode "ProcessingTime" (what
 TTL and timers need) ``tws`` failed at planning inside ``foreachBatch`` ([INTERNAL_ERROR] ... ``SparkPlan.session()``
-is null) once and did not finish in 300 s on a second try; watch uses ``applyInPandasWithState``, whose
+is null) once and did not finish in 300 s on a second try; watch used ``applyInPandasWithState``, whose
 processing-time timeouts work here.
 """
 

@@ -1,6 +1,6 @@
 """One micro-batch of ``watch``: the batch checks over (new records + the context Spark's state store carries).
 
-The streaming query's stateful operators (``watch/carry.py``) hand each batch its new records and
+The streaming query's stateful operator (``watch/carry.py``) hands each batch its new records and
 the context their groups hold: the last ``key_history`` records of every key the batch touches, the
 open transactions with their data events, orphan candidates and the newest change event per
 table. This engine runs the same checks as ``scan`` over them and counts a finding once:
@@ -123,12 +123,12 @@ def _partitions(state: WatchState, roles: TopicRoles, batch_id: int) -> list[dic
 def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: WatchState,
                   store: StateStore, settings: WatchSettings, now: float | None = None
                   ) -> tuple[BatchOutcome, WatchState]:
-    """Apply one micro-batch (the carry operators' rows, decoded: ``decoded_stream``) to a copy of ``state``; the new state is
+    """Apply one micro-batch (the carry operator's rows, decoded: ``decoded_stream``) to a copy of ``state``; the new state is
     saved in ``store`` and returned. A batch id already applied is skipped (state unchanged)."""
     started = time.time()
     clock = _Clock()
     now = time.time() if now is None else now
-    if batch_id <= state.batch_id:  # the stateful operators still run: their state advances as before
+    if batch_id <= state.batch_id:  # the stateful operator still runs: its state advances as before
         FrameCache().materialize(frame).unpersist()  # (through the batch's own plan: Spark reports its state size)
         return BatchOutcome(batch_id, 0, skipped=True), state
     state = copy.deepcopy(state)
@@ -136,7 +136,7 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
     state.history = state.history.kept_for(cfg.history_interval_ms if cfg.history else None)
     cache = FrameCache()
     try:
-        out = cache.materialize(frame)  # the stateful operators run once per batch, here
+        out = cache.materialize(frame)  # the stateful operator runs once per batch, here
         clock("operator")
         # the reader's gap rows (negative offsets: sources/kafka/gaps.py) come back whole, with the
         # per-partition facts and the census, in the one job; the checks never see them
@@ -209,7 +209,7 @@ class _Clock:
 
 
 def decoded_stream(carried: DataFrame, cfg: ScanConfig) -> DataFrame:
-    """The carry operators' rows decoded, defined once on the streaming frame (Structured
+    """The carry operator's rows decoded, defined once on the streaming frame (Structured
     Streaming analyses it once, not per batch): the events frame's columns, the operator's
     ``role`` and a gap row's value (``GAP_VALUE``: what ``GapRow.parse`` reads, null elsewhere).
     With a schema registry or Avro-JSON text, the Avro stage first (as ``carry_input``'s)."""
@@ -247,7 +247,7 @@ def _per_partition(census: list[Row]) -> list[dict[str, Any]]:
 def _check(out: DataFrame, events: DataFrame, census: list[Row], state: WatchState, settings: WatchSettings,
            batch_id: int, cache: FrameCache, clock: _Clock) -> tuple[BatchOutcome, list[tuple[str, str]], set[str]]:
     """The batch's outcome, its open transactions (server, key) and the servers whose markers it
-    holds (as ``_key`` spells them). ``out``: the stateful operators' rows; ``events``: decoded;
+    holds (as ``_key`` spells them). ``out``: the stateful operator's rows; ``events``: decoded;
     ``census``: the events' census rows."""
     cfg = settings.scan
     facts = facts_from_rows(census, _partitions(state, cfg.roles, batch_id))

@@ -58,9 +58,14 @@ def add(totals: dict[str, int], key: tuple[Any, ...], n: int) -> None:
 
 
 # The shape of the streaming query's state (its stateful operators, their keys and state schemas):
-# Spark cannot resume a checkpoint written by a query of another shape. 2: the JVM key-history
-# operator chained with the Python server/table operator (1: one Python operator for every group).
-LAYOUT = 2
+# Spark cannot resume a checkpoint written by a query of another shape. 3: one JVM operator carries
+# every group (watch/carry.py; its state stamped Carry.VERSION); 2: the JVM key-history operator
+# chained with a Python server/table operator; 1: one Python operator for every group.
+LAYOUT = 3
+EARLIER = {
+    "1": "its state in one Python operator",
+    "2": "transactions and lag tails carried by a Python operator",
+}
 
 
 class StateStore:
@@ -90,9 +95,13 @@ class StateStore:
                              "checkpoint, not in Spark's state store): start with a new --checkpoint folder")
         layout = state / "layout"
         written = layout.read_text().strip() if layout.exists() else ("1" if (state / "state.json").exists() else None)
+        if written is None and any((root / "spark" / "commits").glob("[0-9]*")):
+            written = "unknown"  # Spark's checkpoint without cdc-monitor's record of its shape
         if written is not None and written != str(LAYOUT):
-            raise InputError(f"the checkpoint {root} was written by an earlier cdc-monitor watch (its stateful operators "
-                             "differ from this version's; Spark cannot resume it): start with a new --checkpoint folder")
+            what = EARLIER.get(written, "another shape of stateful operators")
+            raise InputError(f"this checkpoint ({root}) was written by an earlier cdc-monitor watch ({what}; Spark "
+                             "cannot resume it with this version's operator): start watch with a new --checkpoint "
+                             "folder (it reads from --starting-offsets), or run the earlier cdc-monitor on this one")
 
     def load(self) -> WatchState:
         if not self.path.exists():

@@ -72,11 +72,12 @@ def stage_stream(spark: SparkSession, folder: Path, events: int, batch: int, **t
 
 
 def run_stream(spark: SparkSession, source: Path | None, checkpoint: Path, settings: WatchSettings,
-               observe: Callable[[BatchOutcome], None] | None = None, stream: DataFrame | None = None
-               ) -> tuple[list[BatchOutcome], WatchState]:
+               observe: Callable[[BatchOutcome], None] | None = None, stream: DataFrame | None = None,
+               progress: list[dict] | None = None) -> tuple[list[BatchOutcome], WatchState]:
     """Run the query until every staged file (or what ``stream``, a Kafka stream, has now) is
     processed (availableNow); returns the outcomes of this run and the driver state as saved.
-    ``observe`` sees each outcome as its batch ends."""
+    ``observe`` sees each outcome as its batch ends; ``progress`` gets the query's progress reports
+    (Spark's ``recentProgress``: per micro-batch its ``durationMs``, planning included)."""
     for name, value in STREAM_CONF.items():
         spark.conf.set(name, value)
     store = StateStore(checkpoint)
@@ -97,6 +98,8 @@ def run_stream(spark: SparkSession, source: Path | None, checkpoint: Path, setti
     query.awaitTermination()
     if query.exception() is not None:
         raise query.exception()
+    if progress is not None:
+        progress.extend(query.recentProgress)
     return outcomes, store.load()
 
 
