@@ -47,3 +47,35 @@ class ConnectServer:
 
     def stop(self) -> None:
         self.process.stop()
+
+
+JAVA_NAMES = ("java", "javac", "jar", "jshell", "keytool", "jps", "jstack", "jcmd")
+
+
+def without_java(root: Path) -> dict[str, str]:
+    """The environment of a client process on a machine without Java: every program of PATH but
+    Java's (symlinks in ``root/bin``), no JAVA_HOME or SPARK_HOME, and a ``java`` that records each
+    start in ``root/java-started`` and fails, so any JVM launch is seen (``java_started``)."""
+    bin_dir = root / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        if not folder or not Path(folder).is_dir():
+            continue
+        for program in Path(folder).iterdir():
+            target = bin_dir / program.name
+            if program.name in JAVA_NAMES or target.exists() or target.is_symlink():
+                continue
+            target.symlink_to(program)
+    tripwire = bin_dir / "java"
+    tripwire.write_text(f'#!/bin/sh\necho "$@" >> "{root / "java-started"}"\nexit 1\n')
+    tripwire.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_", "JAVA_"))}
+    env["PATH"] = str(bin_dir)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def java_started(root: Path) -> list[str]:
+    """The command lines ``java`` was started with in a ``without_java(root)`` environment."""
+    log = root / "java-started"
+    return log.read_text().splitlines() if log.is_file() else []
