@@ -140,6 +140,7 @@ def test_reconcile_over_connect_equals_local_mode(connect_server, spark, tmp_pat
 
     pg = Postgres()
     try:
+        (tmp_path / "shop").mkdir()
         capture = str(build(pg, tmp_path / "shop")["schemas"])
         password = tmp_path / "pw"
         password.write_text(PASSWORD + "\n")
