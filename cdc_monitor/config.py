@@ -51,6 +51,9 @@ class ScanConfig:
     # at ~25k records (9.2k: 4.6 s vs 5.8 s warm; 22.5k: 6.9 vs 7.2 s; 45k: 11.7 vs 10.7 s)
     one_partition_rows: int = 25_000
     spark_master: str | None = None
+    # a Spark Connect server (sc://HOST:PORT) instead of a session of this process: [spark] remote,
+    # SPARK_REMOTE, --remote (runtime/connect.py); whichever of it and spark_master is set later wins
+    spark_remote: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
     kafka_conf: dict[str, str] = field(default_factory=dict)  # librdkafka settings (kafka.* without the prefix)
     # url, basic_auth_user_info, bearer_token: Avro keys and values in the Confluent wire format
@@ -109,7 +112,13 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
     if thresholds:
         out["table_lag_threshold_ms"] = thresholds
     if isinstance(data.get("spark"), dict):
-        out["spark_conf"] = {str(k): str(v) for k, v in data["spark"].items()}
+        out["spark_conf"] = {str(k): str(v) for k, v in data["spark"].items() if k != "remote"}
+        if "remote" in data["spark"]:
+            from cdc_monitor.runtime.connect import check_remote
+
+            out["spark_remote"] = check_remote(str(data["spark"]["remote"]), f"{origin}: [spark] remote")
+            if out.get("spark_master"):
+                raise UsageError(f"{origin}: give spark_master or [spark] remote, not both")
     if isinstance(data.get("kafka"), dict):
         out["kafka_conf"] = {str(k): str(v) for k, v in data["kafka"].items()}
     if isinstance(data.get("schema_registry"), dict):
@@ -197,4 +206,9 @@ def load_config(path: str | None, env: dict[str, str] | None = None) -> ScanConf
                     if k.startswith("schema_registry_") and k[len("schema_registry_"):] in REGISTRY_SETTINGS}
     if registry_env:
         picked["schema_registry"] = cfg.schema_registry | registry_env
-    return cfg.with_overrides(**picked)
+    cfg = cfg.with_overrides(**picked)
+    if env.get("SPARK_REMOTE"):  # pyspark's own variable, read as pyspark reads it
+        from cdc_monitor.runtime.connect import check_remote
+
+        cfg = replace(cfg, spark_remote=check_remote(env["SPARK_REMOTE"], "SPARK_REMOTE"), spark_master=None)
+    return cfg

@@ -39,6 +39,7 @@ from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.engine.jobs import JobCounter
 from cdc_monitor.engine.series import step_ms
 from cdc_monitor.engine.window import WholeWindow, WindowFrames, evaluate
+from cdc_monitor.runtime.connect import SKIPPED, is_connect
 from cdc_monitor.vocabulary import HISTORY_CHECKS, SCAN_CHECKS, SEVERITY_RANK
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 
 # fields of the JSON report that describe the run, not the data: two scans of the same records
 # differ only in these
-RUN_FIELDS = ("generated_at", "inputs", "timings_seconds")
+RUN_FIELDS = ("generated_at", "inputs", "timings_seconds", "session")
 
 
 @dataclass
@@ -84,6 +85,8 @@ class ScanResult:
     inputs: dict[str, Any] = field(default_factory=dict)  # what was read (files, or brokers and topics)
     series: dict[str, Any] = field(default_factory=dict)  # step_ms, lag and findings per interval (engine/series.py)
     history: dict[str, Any] = field(default_factory=dict)  # with --history: what was recorded and judged (history/record.py)
+    # over Spark Connect: {"connect": true, "skipped": {what: why}}, what the report lacks (runtime/connect.py)
+    session: dict[str, Any] = field(default_factory=dict)
     # with run_scan(keep_events=True): the cached events frame, alive until release() is called
     events_frame: DataFrame | None = field(default=None, repr=False)
     release: Callable[[], None] = field(default=lambda: None, repr=False)
@@ -116,6 +119,7 @@ class ScanResult:
             "series": self.series,
             **({"history": self.history} if self.history else {}),
             "timings_seconds": self.timings,
+            **({"session": self.session} if self.session else {}),
         }
 
 
@@ -176,10 +180,11 @@ def _read_history(spark: SparkSession, cfg: ScanConfig, facts: WindowFacts) -> F
 
     from cdc_monitor.history.record import read_past
 
-    sc, group = spark.sparkContext, spark.sparkContext.getLocalProperty("spark.jobGroup.id")
+    sc = None if is_connect(spark) else spark.sparkContext  # (a Connect session counts no jobs)
+    group = sc.getLocalProperty("spark.jobGroup.id") if sc is not None else None
 
     def read() -> Past:
-        if group is not None:  # counted with the scan's jobs (engine/jobs.py)
+        if sc is not None and group is not None:  # counted with the scan's jobs (engine/jobs.py)
             sc.setJobGroup(group, "cdc-monitor scan: history", interruptOnCancel=False)
         return read_past(spark, cfg, facts.window, _servers(facts))
 
@@ -244,13 +249,16 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
     events = cache.materialize(decode_records(records, cfg.roles).observe(counted, F.count(F.lit(1)).alias("n")))
     # a small window is checked in one partition: no shuffles (engine/cache.py); a window read in
     # several is held again in one (a job more, only then: one partition plans every check without a shuffle)
-    cache.one_partition = counted.get["n"] <= cfg.one_partition_rows
-    if cache.one_partition and events.rdd.getNumPartitions() > 1:
+    # (over Spark Connect a checkpoint's observed metrics do not reach the client: the checkpoint is counted, a small job)
+    decoded = counted.get.get("n")
+    cache.one_partition = (events.count() if decoded is None else decoded) <= cfg.one_partition_rows
+    # (a Connect client cannot ask a frame its partitions: it holds the window in one again, a small job)
+    if cache.one_partition and (is_connect(events.sparkSession) or events.rdd.getNumPartitions() > 1):
         events = cache.materialize(events)
     lap("read_decode")
     rejects_count = 0
     # the decode pass counted unreadable input lines: read them again only when there are some
-    seen = source.rejects_observed.get["rejects"] if source.rejects_observed is not None else None
+    seen = source.rejects_observed.get.get("rejects") if source.rejects_observed is not None else None
     if source.rejects is not None and seen != 0:
         rejects = cache.keep(source.rejects)
         rejects_count = rejects.count()
@@ -307,7 +315,10 @@ def run_scan(source: SourceResult, config: ScanConfig | None = None,
                 "findings": sorted(collected.parts["findings_series"], key=lambda r: nulls_first(r["rule"], r["t_ms"]))},
     )
     lap("summary")
-    timings["spark_jobs"], timings["spark_stages"] = jobs.stop()
+    if (counted_jobs := jobs.stop()) is not None:
+        timings["spark_jobs"], timings["spark_stages"] = counted_jobs
+    else:
+        result.session = {"connect": True, "skipped": dict(SKIPPED)}
     if keep_events:
         result.events_frame, result.release = events, cache.release
     else:

@@ -23,7 +23,7 @@ LONG_FIRST = (
 # tests on one worker, so the fixture is built once, not once per worker
 ONE_WORKER_MODULES = ("test_accuracy.py", "test_accuracy_features.py", "test_seed_golden.py",
                       "test_prometheus_integration.py", "test_reconcile.py",
-                      "test_broker_faults.py")
+                      "test_broker_faults.py", "test_connect.py")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -123,3 +123,17 @@ def spark_cluster(tmp_path_factory):
                       '"spark.executor.cores" = "1"\n"spark.sql.shuffle.partitions" = "4"\n')
     yield {"url": standalone.url, "python": python, "args": ["--spark-master", standalone.url, "--config", str(config)]}
     standalone.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """A real Spark Connect server from the pip-installed pyspark, on loopback, started once; without
+    the operator jar and with a Python for its workers that has no cdc-monitor (the client ships both
+    as session artifacts). Yields its ``sc://`` URL; stopped by PID."""
+    from tests.support.connect_server import ConnectServer
+    from tests.support.spark_cluster import worker_environment
+
+    root = tmp_path_factory.mktemp("connect-server")
+    server = ConnectServer(root, worker_environment(root / "worker-env"))
+    yield server.url
+    server.stop()

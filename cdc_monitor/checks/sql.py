@@ -130,7 +130,13 @@ def sql_over(spark: SparkSession, text: str, frames: Mapping[str, DataFrame],
     longer persisted after the call (seen on pyspark 4.3; the kept subqueries this module had were
     unpersisted so, and computed again by each reader), and the call plans the view again to find it
     in the cache (0.16 s a frame with a dozen frames cached; no difference measured in a scan's
-    planning, which has few)."""
+    planning, which has few). A Spark Connect client analyses the statement when it runs, after the
+    views would be dropped: there PySpark's keyword frames are relations of the statement's own plan
+    (no views, nothing uncached)."""
+    from cdc_monitor.runtime.connect import is_connect
+
+    if is_connect(spark):
+        return spark.sql(text, args=dict(args or {}), **frames)
     names = {name: f"cdc_{name}_{uuid.uuid4().hex}" for name in frames}
     for name, frame in frames.items():
         frame.createOrReplaceTempView(names[name])

@@ -39,6 +39,7 @@ class _Group(click.Group):
             sys.exit(EXIT_CANNOT_RUN)
 
 
+REMOTE_HELP = "A Spark Connect server, sc://HOST:PORT, instead of a Spark in this process (no Java needed; docs/deploy.md)."
 ALLOW_EMPTY_HELP = "Accept an input with no records (default: exit 2, so a CI gate never passes on no data)."
 
 
@@ -64,6 +65,7 @@ def cli() -> None:
 @click.option("--textfile", type=click.Path(), help="Write the metrics atomically to this .prom file (node_exporter).")
 @click.option("--job", default="cdc-monitor", show_default=True, help="The job label of pushed/written metrics.")
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
+@click.option("--remote", metavar="sc://HOST:PORT", help=REMOTE_HELP)
 @click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)
 @click.option("--history", "history", metavar="LOCATION",
               help="Record per-table measurements in this Parquet dataset (a Spark path) and judge the window "
@@ -73,7 +75,8 @@ def cli() -> None:
 def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str | None,
          lag_threshold: str | None, output_mode: str, report_file: str | None, fail_on: str | None,
          max_findings: int | None, push_gateway: str | None, textfile: str | None, job: str,
-         spark_master: str | None, allow_empty: bool, quiet: bool, history: str | None, **kafka: Any) -> None:
+         spark_master: str | None, remote: str | None, allow_empty: bool, quiet: bool, history: str | None,
+         **kafka: Any) -> None:
     """Scan one bounded window of CDC records (kcat -J captures, or Kafka topics) and report."""
     from cdc_monitor.cli.output import Output, prepare_textfile
     from cdc_monitor.verbs import scan as verb
@@ -81,7 +84,7 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
     out = Output(output_mode, report_file, quiet)
     prepare_textfile(textfile)
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, fail_on=fail_on,
-                      max_findings=max_findings, spark_master=spark_master, history=history)
+                      max_findings=max_findings, spark_master=spark_master, remote=remote, history=history)
     cfg = apply_format_flags(kafka, cfg)
     lineage = open_lineage(kafka, cfg, config_file, "scan")
     settings = verb.Settings(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf), cfg, allow_empty)
@@ -113,6 +116,7 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
 @click.option("--output", "output_mode", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--report-file", type=click.Path(), help="Write the gate report here instead of stdout.")
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
+@click.option("--remote", metavar="sc://HOST:PORT", help=REMOTE_HELP)
 @click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)
 @click.option("--history", "history", metavar="LOCATION",
               help="Record per-table measurements in this Parquet dataset (a Spark path) and judge the window "
@@ -121,8 +125,8 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None, data_docs: str | None,
          config_file: str | None, transaction_topic: str | None, lag_threshold: str | None, output_mode: str,
-         report_file: str | None, spark_master: str | None, allow_empty: bool, quiet: bool, history: str | None,
-         **kafka: Any) -> None:
+         report_file: str | None, spark_master: str | None, remote: str | None, allow_empty: bool, quiet: bool,
+         history: str | None, **kafka: Any) -> None:
     """CI data-quality gate: scan, then run Great Expectations suites over the results. Exit 0 pass, 1 fail."""
     from cdc_monitor.cli.output import Output, prepare_output_path
     from cdc_monitor.gate.suites import load_suites
@@ -133,7 +137,7 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
     prepare_output_path(junit, "--junit")
     suites = tuple(load_suites(suite_files))
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master,
-                      history=history)
+                      remote=remote, history=history)
     cfg = apply_format_flags(kafka, cfg)
     lineage = open_lineage(kafka, cfg, config_file, "gate")
     scanning = scan.Settings(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf), cfg, allow_empty)
@@ -249,6 +253,7 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
 @click.option("--config", "config_file", type=click.Path(), help="TOML config file (flags override it).")
 @click.option("--lag-threshold", help="Lag above which a lag_spike is reported (default 60s).")
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
+@click.option("--remote", metavar="sc://HOST:PORT", help="Refused: watch needs a classic Spark session (exit 2).")
 @click.option("--schema-registry", "schema_registry_url", metavar="URL",
               help="Schema Registry for Avro keys and values in the wire format (credentials: CDC_MONITOR_SCHEMA_REGISTRY_*).")
 @click.option("--history", "history", metavar="LOCATION",
@@ -257,18 +262,24 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
 def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | None, kafka_option: tuple[str, ...],
           listen: str, web_config: str | None, checkpoint: str, interval: str, grace: str, starting_offsets: str,
           max_offsets_per_trigger: int | None, kafka_reader: str, key_ttl: str, job: str, config_file: str | None,
-          lag_threshold: str | None, spark_master: str | None, schema_registry_url: str | None, history: str | None) -> None:
+          lag_threshold: str | None, spark_master: str | None, remote: str | None, schema_registry_url: str | None,
+          history: str | None) -> None:
     """Monitor continuously: all checks on every micro-batch, metrics on /metrics, until SIGTERM."""
     from pathlib import Path
 
     from cdc_monitor.config import parse_duration_ms
+    from cdc_monitor.runtime.connect import WATCH_REFUSED
     from cdc_monitor.sinks.web_config import load_web_config
     from cdc_monitor.sources.inputs import KafkaFlags
     from cdc_monitor.verbs import watch as verb
 
+    if remote:
+        raise UsageError(WATCH_REFUSED)
     web = load_web_config(web_config) if web_config else None  # so is a web config that cannot serve
     cfg = scan_config(config_file, transaction_topic, lag_threshold=lag_threshold, spark_master=spark_master,
                       history=history)
+    if cfg.spark_remote:  # SPARK_REMOTE or [spark] remote
+        raise UsageError(WATCH_REFUSED)
     cfg = apply_format_flags({"schema_registry_url": schema_registry_url, "avro_json": None}, cfg)
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit():

@@ -37,12 +37,14 @@ from cdc_monitor.errors import EXIT_FINDINGS, EXIT_OK, EnvironmentProblem
 @click.option("--textfile", type=click.Path(), help="Write the metrics atomically to this .prom file (node_exporter).")
 @click.option("--job", default="cdc-monitor-reconcile", show_default=True, help="The job label of the metrics.")
 @click.option("--spark-master", help="Spark master URL (default local[*]).")
+@click.option("--remote", metavar="sc://HOST:PORT",
+              help="A Spark Connect server, sc://HOST:PORT, instead of a Spark in this process (no Java needed; docs/deploy.md).")
 @lineage_flags
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc_password_file: str | None,
               jdbc_jar: str | None, tables: str | None, max_samples: int, rows_per_partition: int, settle: str | None,
               config_file: str | None, transaction_topic: str | None, output_mode: str, report_file: str | None,
-              push_gateway: str | None, textfile: str | None, job: str, spark_master: str | None, quiet: bool,
+              push_gateway: str | None, textfile: str | None, job: str, spark_master: str | None, remote: str | None, quiet: bool,
               **kafka: Any) -> None:
     """Did every row of the source database reach the topic? Exit 1 on a missing, extra or differing row."""
     from cdc_monitor.cli.layered_config import scan_config
@@ -60,7 +62,7 @@ def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc
 
     if problem := decoder_problem():
         raise EnvironmentProblem(problem)
-    cfg = scan_config(config_file, transaction_topic, spark_master=spark_master)
+    cfg = scan_config(config_file, transaction_topic, spark_master=spark_master, remote=remote)
     lineage = open_lineage(kafka, cfg, config_file, "reconcile")
     started = time.time()
     settle_s = parse_duration_ms(settle, "--settle") / 1000 if settle else None
@@ -73,7 +75,7 @@ def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc
 
         conf = dict(cfg.spark_conf)
         conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars"), str(jdbc.jar)) if j)
-        spark = get_spark(cfg.spark_master, conf, small_input=source_input.small)
+        spark = get_spark(cfg.spark_master, conf, small_input=source_input.small, remote=cfg.spark_remote)
         out.log(f"cdc-monitor: reconciling against {jdbc.shown_url} ...")
         again = (settle_s, lambda: prepare_input(paths, flags).read(spark)) if settle_s is not None else None
         outcome = run_reconcile(source_input.read(spark), jdbc, names, cfg.roles, max_samples, rows_per_partition,

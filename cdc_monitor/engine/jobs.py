@@ -11,16 +11,24 @@ if TYPE_CHECKING:
 
 class JobCounter:
     """Counts the Spark jobs a scan runs (a structural cost, whatever the machine): the scan's jobs
-    run in a job group of their own, whose job ids the status tracker lists at the end."""
+    run in a job group of their own, whose job ids the status tracker lists at the end. A Spark
+    Connect session has no status tracker: nothing is counted (runtime/connect.py SKIPPED)."""
 
     def __init__(self, spark: SparkSession):
+        from cdc_monitor.runtime.connect import is_connect
+
+        self.counting = not is_connect(spark)
+        if not self.counting:
+            return
         self.sc = spark.sparkContext
         self.group = f"cdc-monitor-scan-{uuid.uuid4().hex[:12]}"
         self.sc.setJobGroup(self.group, "cdc-monitor scan", interruptOnCancel=False)
 
-    def stop(self) -> tuple[int, int]:
+    def stop(self) -> tuple[int, int] | None:
         """(jobs, stages): the stages of a job are its shuffle boundaries plus one; a window held in
-        one partition (engine/cache.py) runs every job in one stage."""
+        one partition (engine/cache.py) runs every job in one stage. None: not counted (Connect)."""
+        if not self.counting:
+            return None
         tracker = self.sc.statusTracker()
         ids = tracker.getJobIdsForGroup(self.group)
         infos = [tracker.getJobInfo(i) for i in ids]

@@ -99,12 +99,23 @@ def register_java_function(spark: SparkSession, name: str, java_class: str, retu
     ``registerJavaFunction``; idempotent). A session without the jar on its classpath is a fix-it
     error naming ``what`` needs it."""
     from cdc_monitor.errors import EnvironmentProblem
+    from cdc_monitor.runtime.connect import is_connect, ship_operator_jar
 
     try:
         spark.udf.registerJavaFunction(name, java_class, returns)
     except Exception as exc:  # the class is not on the session's classpath
         if not any(s in str(exc) for s in ("ClassNotFound", "Can not load class", "CANNOT_LOAD")):
             raise
+        # a Spark Connect server without the jar: it becomes the session's artifact, then the same registration
+        if is_connect(spark) and ship_operator_jar(spark):
+            register_java_function(spark, name, java_class, returns, what)
+            return
+        if is_connect(spark):
+            raise EnvironmentProblem(
+                f"{what} ({java_class}) cannot be loaded by the Spark Connect server (Spark {spark.version}), and this "
+                f"cdc-monitor has no operator jar for that Spark minor (it has "
+                f"{', '.join(sorted(p.name for p in JAR_FOLDER.glob('cdc-monitor-operators-spark*.jar'))) or 'none'}): "
+                "run a server of a Spark this cdc-monitor supports (see its README)") from None
         raise EnvironmentProblem(
             f"{what} ({java_class}) is not on this Spark session's classpath: start the session with "
             f"cdc_monitor.runtime.session.get_spark (it adds {operator_jar()} to spark.jars), or pass that jar "

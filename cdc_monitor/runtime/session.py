@@ -21,6 +21,7 @@ from cdc_monitor.runtime.jvm import with_operator_jar
 from cdc_monitor.runtime.settings import (
     CLUSTER_DEFAULTS,
     LOCAL_DEFAULTS,
+    SESSION_DEFAULTS,
     SMALL_ON_A_CLUSTER,
     SMALL_PLANS_ON_A_CLUSTER,
 )
@@ -102,10 +103,16 @@ def _stderr_to(log: Path | None) -> Iterator[None]:
 
 
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
-              small_input: bool = False, micro_batches: bool = False) -> SparkSession:
+              small_input: bool = False, micro_batches: bool = False, remote: str | None = None) -> SparkSession:
     """Return the active session or build one with local defaults overridden by ``conf``.
     ``small_input``: the run's input is known to be small; ``micro_batches``: a streaming query
-    of small batches (watch)."""
+    of small batches (watch); ``remote``: a Spark Connect server's URL instead (runtime/connect.py:
+    no JVM in this process, so no Java needed)."""
+    if remote:
+        from cdc_monitor.runtime.connect import connect_session
+
+        return connect_session(remote, SESSION_DEFAULTS | (SMALL_PLANS_ON_A_CLUSTER if small_input else {}), conf or {})
+    os.environ.pop("SPARK_REMOTE", None)  # a classic session: pyspark would build a Connect one from it
     _check_java()
     master = master or os.environ.get("CDC_MONITOR_SPARK_MASTER") or "local[*]"
     local = master.startswith("local")

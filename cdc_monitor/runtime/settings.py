@@ -48,6 +48,9 @@ CLUSTER_DEFAULTS: dict[str, str] = {
     "spark.sql.maxSinglePartitionBytes": str(2**62),
 }
 LOCAL_DEFAULTS |= CLUSTER_DEFAULTS
+# what a Spark Connect client can set in its session (the others are the server's, fixed at its start)
+STATIC = ("spark.sql.codegen.cache.maxEntries", "spark.python.sql.dataFrameDebugging.enabled")
+SESSION_DEFAULTS: dict[str, str] = {k: v for k, v in CLUSTER_DEFAULTS.items() if k not in STATIC}
 # A small input on a cluster is a small input in cold executors: what local mode does for every
 # input (interpreted expressions, no adaptive re-planning) and a quick-to-compile JVM (jvm.py).
 # An 800-record capture on a two-worker standalone cluster: 33.6 s as Spark's defaults, 23.1 s so.

@@ -90,6 +90,8 @@ def _header(result: ScanResult, total: int, verdict: str) -> str:
                            "read from their first offset)"),
             ("generated", f"{_clock(int(result.finished_at * 1000)) if result.finished_at else '-'} by cdc-monitor {__version__},"
                           f" scanned in {result.duration_seconds:.1f} s")]
+    if result.session.get("connect"):
+        meta.append(("Spark Connect", "not reported: " + "; ".join(result.session.get("skipped", {}).values())))
     label = "no findings" if not total else f"{total} finding(s)"
     return (f"<header><h1>cdc-monitor report <span class='verdict {verdict}'>{escape(label)}</span></h1><dl class=meta>"
             + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in meta) + "</dl>"

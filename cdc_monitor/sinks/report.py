@@ -146,3 +146,5 @@ def render_text(result: ScanResult, out: IO[str], width: int | None = None, colo
         console.print(t)
     else:
         console.print("[green]No findings.[/green]")
+    if result.session.get("connect"):
+        console.print("Spark Connect: not reported: " + "; ".join(result.session.get("skipped", {}).values()))

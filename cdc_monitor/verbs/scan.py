@@ -72,7 +72,7 @@ def scan_prepared(settings: Settings, source_input: PreparedInput, started: floa
     from cdc_monitor.pipeline import run_scan
     from cdc_monitor.runtime.session import get_spark
 
-    spark = get_spark(cfg.spark_master, cfg.spark_conf, small_input=source_input.small)
+    spark = get_spark(cfg.spark_master, cfg.spark_conf, small_input=source_input.small, remote=cfg.spark_remote)
     what = (f"{len(source_input.ranges)} Kafka partition(s)" if source_input.ranges is not None
             else f"{len(settings.paths)} path(s)")
     log(f"cdc-monitor: scanning {what} ...")

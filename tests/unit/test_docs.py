@@ -45,6 +45,7 @@ def test_every_setting_and_environment_variable_is_documented():
     page = (DOCS / "configuration.md").read_text()
     internal = {"transaction_topic_regex", "table_lag_threshold_ms", "spark_conf", "kafka_conf", "lag_threshold_ms",
                 "stall_threshold_ms"}  # (documented as lag_threshold and stall_threshold: durations)
+    internal |= {"spark_remote"}  # (documented as [spark] remote)
     internal |= set(HISTORY_SETTINGS.values()) - {"history"}  # (documented by their [history] keys, below)
     settings = [f.name for f in fields(ScanConfig) if f.name not in internal]
     missing = [s for s in settings if f"{s} =" not in page and f"[{s}]" not in page]

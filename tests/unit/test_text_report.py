@@ -68,3 +68,19 @@ def test_an_absent_value_is_a_dash_not_python_s_none():
     events = text.split("Events by table")[1].split("Lag (worst p99 first")[0]
     rows = [[cell.strip() for cell in line.split("│")[1:5]] for line in events.splitlines() if "db.t2" in line]
     assert rows == [["srv0", "db.t2", "-", "2"]]  # an event without op
+
+
+def test_a_report_over_spark_connect_names_what_it_lacks():
+    from cdc_monitor.runtime.connect import SKIPPED
+    from cdc_monitor.sinks.html_report import render_html
+
+    local, remote = result(), result()
+    remote.session = {"connect": True, "skipped": dict(SKIPPED)}
+    buf = io.StringIO()
+    render_text(local, buf, width=120)
+    assert "Spark Connect" not in buf.getvalue() and "Spark Connect" not in render_html(local)
+    buf = io.StringIO()
+    render_text(remote, buf, width=200)
+    assert buf.getvalue().splitlines()[-1] == f"Spark Connect: not reported: {SKIPPED['spark_jobs']}"
+    assert "<dt>Spark Connect</dt><dd>not reported: Spark job and stage counts need" in render_html(remote)
+    assert remote.to_json_dict()["session"]["skipped"] == SKIPPED and "session" not in local.to_json_dict()
