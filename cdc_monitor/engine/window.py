@@ -27,7 +27,8 @@ from cdc_monitor.checks.snapshots import snapshot_progress
 from cdc_monitor.checks.suite import CheckedResult, run_checks
 from cdc_monitor.checks.transactions import ORPHAN_EVENT, summary_frame
 from cdc_monitor.decoding.events import txn_key
-from cdc_monitor.engine.collect import collect_all
+from cdc_monitor.engine.census import nulls_first
+from cdc_monitor.engine.collect import GROUP, ORDER, collect_all
 from cdc_monitor.engine.series import LOCATION, FindingsSeries, lag_series
 from cdc_monitor.engine.union import narrow_union, union_all
 from cdc_monitor.history.measure import MEASURE_PART, PARTIAL_PART, measure_frame, partial_frame
@@ -53,6 +54,17 @@ class WindowOutcome:
     findings: list[dict[str, Any]]  # the first ``limit`` in report order
     counts: list[dict[str, Any]]  # per check, rule, severity, server and table, with ``count``
     parts: dict[str, list[dict[str, Any]]]  # part name -> its rows
+
+    def add(self, findings: list[dict[str, Any]], limit: int) -> None:
+        """Findings judged on the driver after the collect (a history's anomalies) joined to the
+        window's: counted per GROUP, listed in report order, the first ``limit`` kept."""
+        counts: dict[tuple, dict[str, Any]] = {}
+        for f in findings:
+            c = counts.setdefault(tuple(f[k] for k in GROUP), {
+                **{k: f[k] for k in GROUP}, "count": 0, "topics": sorted({f["topic"]} - {None})})
+            c["count"] += 1
+        self.counts = sorted([*self.counts, *counts.values()], key=lambda c: nulls_first(*(c[k] for k in GROUP)))
+        self.findings = sorted([*self.findings, *findings], key=lambda f: nulls_first(*(f[k] for k in ORDER)))[:limit]
 
 
 class Scope(Protocol):

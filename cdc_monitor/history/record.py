@@ -16,8 +16,11 @@ from cdc_monitor.history.measure import FINDINGS_PART, MEASURE_PART, window_rows
 from cdc_monitor.history.store import committed, hours_of, lookback_ms, read_history, recorded_batch, write_batch
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from pyspark.sql import SparkSession
 
+    from cdc_monitor.checks.context import WindowFacts
     from cdc_monitor.config import ScanConfig
 
 @dataclass
@@ -107,3 +110,48 @@ def _series(judged: Judgement, rows: list[dict[str, Any]], index: HistoryIndex, 
                                **({"baseline": base.median, "band": [base.lower, base.upper]} if base else {})})
         out.append({"server": server, "table": table, "metric": metric, "past": before, "window": points})
     return out
+
+
+class ScanHistory:
+    """A scan's ``--history`` (nothing without it), in the scan's order: ``start`` reads the window's
+    past in a thread while the checks' collect runs (two small jobs, mostly waiting, hidden behind
+    the large one); ``judge`` then judges the window against it and records it."""
+
+    def __init__(self, spark: SparkSession, cfg: ScanConfig, facts: WindowFacts):
+        self.spark, self.cfg, self.facts = spark, cfg, facts
+        self.servers = sorted({r["server"] for r in facts.rows if r["server"] is not None})
+        self.past: Future[Past] | None = None
+
+    @classmethod
+    def start(cls, spark: SparkSession, cfg: ScanConfig, facts: WindowFacts) -> ScanHistory:
+        history = cls(spark, cfg, facts)
+        if not cfg.history:
+            return history
+        from concurrent.futures import ThreadPoolExecutor
+
+        from cdc_monitor.runtime.connect import is_connect
+
+        sc = None if is_connect(spark) else spark.sparkContext  # (a Connect session counts no jobs)
+        group = sc.getLocalProperty("spark.jobGroup.id") if sc is not None else None
+
+        def read() -> Past:
+            if sc is not None and group is not None:  # counted with the scan's jobs (engine/jobs.py)
+                sc.setJobGroup(group, "cdc-monitor scan: history", interruptOnCancel=False)
+            return read_past(spark, cfg, facts.window, history.servers)
+
+        pool = ThreadPoolExecutor(1, thread_name_prefix="cdc-history")
+        try:
+            history.past = pool.submit(read)
+        finally:
+            pool.shutdown(wait=False)
+        return history
+
+    def judge(self, parts: dict[str, list[dict[str, Any]]], beating: list[str],
+              topics: set[str] | None = None) -> HistoryOutcome:
+        """The window judged against its history and recorded: ``parts``, the window's collected
+        parts (its measurements); ``beating``, the servers whose heartbeats it read; ``topics``, the
+        topics a Kafka window read, silent ones included."""
+        if not self.cfg.history:
+            return HistoryOutcome()
+        return record_window(self.spark, self.cfg, self.facts.window, self.servers, beating, parts,
+                             self.past.result() if self.past is not None else None, topics)

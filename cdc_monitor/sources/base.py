@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import types as T
 
@@ -45,3 +45,12 @@ class SourceResult:
     rejects: DataFrame | None = None
     rejects_observed: Observation | None = None
     description: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def topics_read(self) -> set[str] | None:
+        """The topics a Kafka window read, silent ones included (None for a capture: it names only
+        the topics that had records)."""
+        if self.description.get("kind") != "kafka":
+            return None
+        ranges: Any = self.description.get("ranges") or ()
+        return {r["topic"] for r in ranges}
