@@ -68,14 +68,14 @@ def test_the_end_of_a_partition_being_written_is_found_while_records_keep_coming
 
     produce(kafka_broker, "busy.t", 1, 5)
     stop = threading.Event()
+    produced = [5]  # records handed to the producer so far; each one is delivered by the flush below
 
     def write() -> None:
         producer = Producer({"bootstrap.servers": kafka_broker, "linger.ms": 5})
-        i = 5
         while not stop.is_set():
-            producer.produce("busy.t", key=b"k", value=b"{}", timestamp=T0 + i)
+            producer.produce("busy.t", key=b"k", value=b"{}", timestamp=T0 + produced[0])
             producer.poll(0)
-            i += 1
+            produced[0] += 1
             time.sleep(0.002)
         producer.flush(10)
 
@@ -89,6 +89,10 @@ def test_the_end_of_a_partition_being_written_is_found_while_records_keep_coming
             # waiting for the end that never shows would raise InputError ("could not find the end") at the timeout
             end = insp.true_ends(marks)[("busy.t", 0)]
             assert writer.is_alive()  # the end was found while records kept coming, not after they stopped
+        # the writer goes on past that end before it stops (stopping it at once raced it: 507 > 507)
+        deadline = time.monotonic() + 10
+        while produced[0] <= end + 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
     finally:
         stop.set()
         writer.join()
