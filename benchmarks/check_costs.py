@@ -10,8 +10,9 @@ import time
 
 def main(paths: list[str]) -> dict[str, float]:
     from cdc_monitor.checks.context import CheckContext
-    from cdc_monitor.checks.lag import lag_spike_findings, lag_table
+    from cdc_monitor.checks.lag import lag_table
     from cdc_monitor.checks.ordering import ordering_findings
+    from cdc_monitor.checks.table_pass import TableRules, table_findings
     from cdc_monitor.checks.transactions import transaction_check
     from cdc_monitor.checks.verdicts import verdict_findings
     from cdc_monitor.config import ScanConfig
@@ -39,7 +40,8 @@ def main(paths: list[str]) -> dict[str, float]:
         costs[name] = round(time.perf_counter() - started, 2)
 
     timed("record_verdicts", [verdict_findings(events)])  # every per-record rule, judged by the decoder
-    timed("lag_spikes", [lag_spike_findings(events, cfg.lag_threshold_ms, cfg.table_lag_threshold_ms)])
+    timed("table_pass", [table_findings(events, TableRules(cfg.lag_threshold_ms, cfg.table_lag_threshold_ms,
+                                                           ddl_servers=facts.ddl_servers))])
     started = time.perf_counter()
     lag_table(events).collect()
     costs["lag_table"] = round(time.perf_counter() - started, 2)

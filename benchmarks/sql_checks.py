@@ -35,7 +35,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=14)
     ap.add_argument("captures", nargs="+")
     args = ap.parse_args()
-    from cdc_monitor.checks import lag, ordering, schema_changes, snapshots, source_block, stalls
+    from cdc_monitor.checks import ordering, source_block, stalls, table_pass
     from cdc_monitor.checks.context import CheckContext
     from cdc_monitor.checks.findings import FINDING_COLUMNS
     from cdc_monitor.checks.sql import findings_frame
@@ -61,8 +61,8 @@ def main() -> None:
                           old["source_block"].sequence_findings(events)], FINDING_COLUMNS)
 
     def sql():
-        relations = {"events": events, "lag_scope": events}
-        table = [schema_changes.schema_change_sql(), snapshots.snapshot_restarted_sql(), lag.lag_spike_sql(*lag_args),
+        relations = {"events": events}
+        table = [table_pass.table_sql(table_pass.TableRules(*lag_args, ddl_servers=ctx.facts.ddl_servers)),
                  stalls.stall_sql(cfg.stall_threshold_ms), source_block.sequence_sql()]
         return union_all([findings_frame([ordering.ordering_sql(ctx)], relations),
                           findings_frame(table, relations)], FINDING_COLUMNS)

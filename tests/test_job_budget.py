@@ -46,9 +46,17 @@ def test_checks_whose_input_the_window_lacks_are_not_run_and_change_nothing(tmp_
 
     path = tmp_path / "bare.jsonl"
     write_capture(generate("mysql", events=150, seed=4, faults=True, schemas=False, transaction_metadata=False), path)
+    from cdc_monitor.checks.table_pass import TableRules
+
+    def table_rules(*args, **kwargs):  # the table pass judges schema changes only where the window holds them
+        rules = TableRules(*args, **kwargs)
+        if rules.ddl_servers is not None:
+            _refuse()
+        return rules
+
     with monkeypatch.context() as patched:  # planning one of them fails the scan
-        for check in ("transaction_check", "schema_change_sql"):
-            patched.setattr(suite, check, _refuse)
+        patched.setattr(suite, "transaction_check", _refuse)
+        patched.setattr(suite, "TableRules", table_rules)
         pruned = scan([path])
     assert pruned.findings and pruned.transactions["total"] == 0
     for name in ("has_transactions", "has_schema_changes", "has_snapshot_events"):

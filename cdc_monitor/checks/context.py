@@ -54,6 +54,11 @@ class WindowFacts:
         return any(r["kind"] == "schema_change" for r in self.rows) and any(r["value_hashes"] for r in self.rows)
 
     @property
+    def ddl_servers(self) -> tuple[str, ...]:
+        """The servers whose schema-change events the window holds."""
+        return tuple(sorted({r["server"] for r in self.rows if r["kind"] == "schema_change" and r["server"] is not None}))
+
+    @property
     def has_snapshot_events(self) -> bool:
         return any(r["snapshot_events"] for r in self.rows)
 

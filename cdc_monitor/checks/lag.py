@@ -14,13 +14,11 @@ finding per run, listing its records.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.sql import SqlFindings, finding_sql, findings_frame, lit
 from cdc_monitor.decoding.events import TS_MAX_MS, TS_MIN_MS, valid_ts_us
 from cdc_monitor.vocabulary import Rule, Severity
 
@@ -145,36 +143,3 @@ def lag_table(events: DataFrame) -> DataFrame:
         F.sum(F.col("snap").cast("int")).alias("snapshot_excluded"),
         F.max("change").alias("has_change"),
     ).where(F.col("has_change") | (F.col("snapshot_excluded") > 0)).drop("has_change")
-
-
-def lag_spike_sql(default_ms: int, thresholds: Mapping[str, int] | None = None) -> SqlFindings:
-    """Spikes, runs of consecutive above-threshold events per table, as SQL (checks/sql.py) over
-    ``{lag_scope}``: one finding per run, at its first event, listing its records."""
-    threshold = "".join(f"WHEN `table` = {lit(t)} THEN {lit(ms)} " for t, ms in reversed((thresholds or {}).items()))
-    threshold = f"CASE {threshold}ELSE {lit(default_ms)} END" if threshold else lit(default_ms)
-    valid = f"{VALID_SOURCE_TS} AND {VALID_EVENT_TS}"
-    order = "PARTITION BY server, `table` ORDER BY ts_ms, topic, partition, offset"
-    message = "concat('lag spike: ', n, ' event(s) above ', threshold_ms, ' ms, peak ', peak, ' ms')"
-    return SqlFindings(
-        ctes=(("lag_flagged", f"""
-            SELECT *, lag_ms > threshold_ms AS above
-            FROM (SELECT *, {threshold} AS threshold_ms
-                  FROM (SELECT *, CASE WHEN {valid} THEN ts_ms - source_ts_ms END AS lag_ms FROM {{lag_scope}} WHERE change_event)
-                  WHERE lag_ms IS NOT NULL)"""),
-              ("lag_runs", f"""
-            SELECT *, sum(CAST(starts AS int)) OVER ({order}) AS spike
-            FROM (SELECT *, above AND NOT coalesce(lag(above) OVER ({order}), false) AS starts FROM lag_flagged)""")),
-        selects=(f"""SELECT {finding_sql(LAG_SPIKE, message, topic="first.topic", partition="first.partition",
-                                         offset="first.offset", offsets="transform(members, m -> m.offset)",
-                                         key="first.key", txn_id="first.txn_id", server="server", table="`table`",
-                                         at="first.record_ts_ms")}
-            FROM (SELECT server, `table`, spike, min(struct(ts_ms, topic, partition, offset, key, txn_id, record_ts_ms)) AS first,
-                         count(1) AS n, max(lag_ms) AS peak, max(threshold_ms) AS threshold_ms,
-                         sort_array(collect_list(struct(ts_ms, offset))) AS members
-                  FROM lag_runs WHERE above GROUP BY server, `table`, spike)""",),
-    )
-
-
-def lag_spike_findings(events: DataFrame, default_ms: int, thresholds: Mapping[str, int] | None = None) -> DataFrame:
-    """Lag spikes alone over ``events`` (the suite runs ``lag_spike_sql`` with its scope)."""
-    return findings_frame([lag_spike_sql(default_ms, thresholds)], {"lag_scope": events})

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.sql import JavaFunction, SqlFindings, finding_sql, findings_frame
+from cdc_monitor.checks.sql import JavaFunction, SqlFindings, findings_frame, judged_sql
 from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
@@ -97,10 +97,7 @@ def ordering_sql(ctx: CheckContext) -> SqlFindings:
         ctes=(("key_findings", _KEY_FINDINGS.format(from_start=from_start)),),
         args=args,
         functions=(KEY_JUDGE,),
-        selects=(f"""SELECT {finding_sql(RULES, "message", rule_name="rule", topic="topic", partition="partition",
-                                       offset="offset", offsets="offsets", key="key", txn_id="txn_id",
-                                       server="server", table="`table`", at="record_ts_ms")}
-            FROM key_findings""",),
+        selects=(judged_sql(RULES, "key_findings"),),
     )
 
 

@@ -78,6 +78,15 @@ def finding_sql(rule: Rule | Sequence[Rule], message: str, *, rule_name: str | N
     return ", ".join(f"{expr} AS `{name}`" for expr, name in columns)
 
 
+def judged_sql(rules: Sequence[Rule], relation: str) -> str:
+    """A pass's findings: a SELECT of ``finding_sql`` rows over ``relation``, the rows its judge
+    returned (``inline``d), each naming its rule and located in the finding contract's columns."""
+    return f"""SELECT {finding_sql(rules, "message", rule_name="rule", topic="topic", partition="partition",
+                                   offset="offset", offsets="offsets", key="key", txn_id="txn_id", server="server",
+                                   table="`table`", at="record_ts_ms")}
+        FROM {relation}"""
+
+
 @dataclass(frozen=True)
 class JavaFunction:
     """A function of the operators jar a check's text calls (a Java UDF: Spark's public

@@ -8,14 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from cdc_monitor.checks.lag import lag_spike_sql, lag_table
+from cdc_monitor.checks.lag import lag_table
 from cdc_monitor.checks.ordering import ordering_sql
 from cdc_monitor.checks.schema import topic_findings
-from cdc_monitor.checks.schema_changes import schema_change_sql
-from cdc_monitor.checks.snapshots import snapshot_restarted_sql
 from cdc_monitor.checks.source_block import sequence_sql
 from cdc_monitor.checks.sql import findings_frame
 from cdc_monitor.checks.stalls import stall_sql
+from cdc_monitor.checks.table_pass import TableRules, table_sql
 from cdc_monitor.checks.transactions import transaction_check
 from cdc_monitor.checks.verdicts import verdict_findings
 from cdc_monitor.vocabulary import SCOPES
@@ -40,23 +39,23 @@ class CheckedResult:
 
 
 def run_checks(events: DataFrame, ctx: CheckContext, *, fresh: DataFrame | None = None,
-               lag_scope: DataFrame | None = None) -> CheckedResult:
+               lag_scope: str | None = None) -> CheckedResult:
     """Every check over ``events`` (the window, with what watch carries from earlier batches).
 
     ``fresh``: the records per-record and per-topic rules judge (watch: the batch's new records;
-    default all). ``lag_scope``: the records lag spikes run over (watch: new ones and the tails
+    default all). ``lag_scope``: a SQL predicate, the records lag spikes run over (watch: new ones and the tails
     carried so a spike across batches counts once; default all). Nothing here runs a Spark job: the
     window evaluation collects every frame (per-record rules: the decoder's verdicts)."""
     facts, config = ctx.facts, ctx.config
     fresh = events if fresh is None else fresh
     # a check whose input the window does not hold (``facts``) is not planned: it would find nothing
     tx = transaction_check(events, ctx) if facts.has_transactions else None
-    relations = {"events": events, "lag_scope": events if lag_scope is None else lag_scope}
-    # the per-table checks written as SQL: one statement (checks/sql.py)
-    per_table = [*([schema_change_sql()] if facts.has_schema_changes else []),
-                 *([snapshot_restarted_sql()] if facts.has_snapshot_events else []),
-                 lag_spike_sql(config.lag_threshold_ms, config.table_lag_threshold_ms),
-                 stall_sql(config.stall_threshold_ms), sequence_sql()]
+    relations = {"events": events}
+    # the table pass, and the per-server checks written as SQL: one statement (checks/sql.py)
+    table_rules = TableRules(config.lag_threshold_ms, config.table_lag_threshold_ms, lag_scope or "true",
+                             snapshots=facts.has_snapshot_events,
+                             ddl_servers=facts.ddl_servers if facts.has_schema_changes else None)
+    per_table = [table_sql(table_rules), stall_sql(config.stall_threshold_ms), sequence_sql()]
     by_scope = {
         # what the record alone shows, judged by the decoder while it read the record
         "record": [verdict_findings(fresh)],

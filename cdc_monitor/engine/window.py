@@ -71,7 +71,7 @@ class Scope(Protocol):
     limit: int  # findings listed (all are counted)
 
     def fresh(self, events: DataFrame) -> DataFrame | None: ...
-    def lag_scope(self, events: DataFrame) -> DataFrame | None: ...
+    def lag_scope(self) -> str | None: ...
     def findings(self, checked: CheckedResult, events: DataFrame, ctx: CheckContext) -> list[DataFrame]: ...
     def parts(self, checked: CheckedResult, events: DataFrame, ctx: CheckContext) -> dict[str, DataFrame]: ...
     def series(self, events: DataFrame) -> FindingsSeries | None: ...
@@ -82,7 +82,7 @@ def evaluate(frames: WindowFrames, ctx: CheckContext, scope: Scope, planned: Cal
     """Plan every check over ``frames`` and collect what ``scope`` counts: one Spark job. ``planned``
     is called between planning and the collect (the callers time the two apart)."""
     events = frames.events
-    checked = run_checks(events, ctx, fresh=scope.fresh(events), lag_scope=scope.lag_scope(events))
+    checked = run_checks(events, ctx, fresh=scope.fresh(events), lag_scope=scope.lag_scope())
     found = [*scope.findings(checked, events, ctx), *frames.other_findings]
     if frames.driver_findings:
         found.append(events.sparkSession.createDataFrame(  # (they point at no record: no record time)
@@ -103,7 +103,7 @@ class WholeWindow:
     def fresh(self, events: DataFrame) -> DataFrame | None:
         return None
 
-    def lag_scope(self, events: DataFrame) -> DataFrame | None:
+    def lag_scope(self) -> str | None:
         return None
 
     def findings(self, checked: CheckedResult, events: DataFrame, ctx: CheckContext) -> list[DataFrame]:
@@ -142,8 +142,8 @@ class NewRecords:
     def fresh(self, events: DataFrame) -> DataFrame | None:
         return events.where("is_new")
 
-    def lag_scope(self, events: DataFrame) -> DataFrame | None:
-        return events.where(F.col("is_new") | F.col("tail"))
+    def lag_scope(self) -> str | None:
+        return "is_new OR tail"
 
     def findings(self, checked: CheckedResult, events: DataFrame, ctx: CheckContext) -> list[DataFrame]:
         flags = events.select(*LOCATION, "is_new", "candidate")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyspark
 
-from cdc_monitor.checks import ordering
+from cdc_monitor.checks import ordering, table_pass
 from cdc_monitor.checks.verdicts import JUDGED_BY_DECODER
 from cdc_monitor.decoding.decoder import DECODED, DECODER_CLASS
 from cdc_monitor.runtime.jvm import operator_jar
@@ -38,3 +38,9 @@ def test_every_rule_the_decoder_judges_is_a_per_record_rule():
 def test_the_key_pass_judges_exactly_the_ordering_checks_rules():
     """java/KeyJudge.java names the rules checks/ordering.py declares, and no other."""
     assert sorted(_decoder_says("rules", ordering.KEY_JUDGE.java_class)) == sorted(r.name for r in ordering.RULES)
+
+
+def test_the_table_pass_judges_exactly_the_rules_it_names():
+    """java/TableJudge.java names the rules checks/table_pass.py gathers (declared in checks/lag.py,
+    snapshots.py and schema_changes.py), and no other."""
+    assert sorted(_decoder_says("rules", table_pass.TABLE_JUDGE.java_class)) == sorted(r.name for r in table_pass.RULES)

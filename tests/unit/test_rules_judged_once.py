@@ -1,5 +1,5 @@
 """Each rule is judged in exactly one place: one function of its check module builds its findings
-(``finding``, ``finding_sql``, ``finding_row``, ``dynamic_finding``), or a Java judge of the operators
+(``finding``, ``finding_sql``, ``judged_sql``, ``finding_row``, ``dynamic_finding``), or a Java judge of the operators
 jar whose codes tests/unit/test_decoder_rules.py holds equal to the rules it names. Read from the
 sources, so a second implementation of a rule (a pass of its own beside its pass) fails here."""
 
@@ -14,7 +14,7 @@ from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.vocabulary import Rule
 
 PACKAGE = Path(__file__).resolve().parents[2] / "cdc_monitor"
-BUILDERS = {"finding": 0, "finding_sql": 0, "finding_row": 0, "dynamic_finding": 1}  # -> the rule argument's place
+BUILDERS = {"finding": 0, "finding_sql": 0, "judged_sql": 0, "finding_row": 0, "dynamic_finding": 1}  # -> the rule argument's place
 
 
 def _places() -> dict[str, set[str]]:
