@@ -162,3 +162,16 @@ def test_reconcile_over_connect_equals_local_mode(connect_server, spark, tmp_pat
     remote_report = json.loads(proc.stdout)
     assert results(remote_report) == results(json.loads((tmp_path / "local.json").read_text()))
     assert remote_report["mismatches"] > 0 and remote_report["source"]["position"] > 0
+
+
+def test_the_probe_tells_a_connect_server_from_a_kafka_broker(connect_server, kafka_broker):
+    """The usual wrong port: the broker's address given as --remote. The real Connect server answers
+    gRPC's HTTP/2 greeting; Apache Kafka's broker does not (it closes the connection), so the run
+    stops in seconds with one line instead of the client's minutes of retries."""
+    from cdc_monitor.errors import EnvironmentProblem
+    from cdc_monitor.runtime.connect import probe
+
+    probe(connect_server)
+    with pytest.raises(EnvironmentProblem, match=f"the server at {kafka_broker} accepted the connection but is not a "
+                                                  "Spark Connect server"):
+        probe(f"sc://{kafka_broker}")

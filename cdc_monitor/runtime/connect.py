@@ -58,16 +58,48 @@ def host_port(url: str) -> tuple[str, int]:
     return m.group("host").strip("[]"), int(m.group("port") or DEFAULT_PORT)
 
 
+# HTTP/2's client connection preface and an empty SETTINGS frame (RFC 9113, 3.4): a gRPC server
+# answers with its own SETTINGS frame (9-byte header: length, type 0x4, flags, stream 0)
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_H2_SETTINGS = 0x4
+
+
 def probe(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
-    """A server that does not accept connections: exit 2 in seconds (the Connect client would retry
-    for minutes)."""
+    """Exit 2 in seconds, where the Connect client would retry for minutes: a server that does not
+    accept connections, or one that does but does not speak gRPC's HTTP/2 (another service on the
+    port: a Kafka broker, a web server, the Spark UI). A TLS URL (``use_ssl=true``) is only connected to."""
     host, port = host_port(url)
     try:
-        socket.create_connection((host, port), timeout=timeout_s).close()
+        conn = socket.create_connection((host, port), timeout=timeout_s)
     except OSError as err:
         raise EnvironmentProblem(
             f"no Spark Connect server answers at {host}:{port} ({err.strerror or err}): start one "
             "(sbin/start-connect-server.sh of the pip package, docs/deploy.md) or fix --remote / SPARK_REMOTE") from None
+    with conn:
+        if re.search(r";use_ssl=true(;|$)", url, re.IGNORECASE):
+            return
+        head = _first_bytes(conn, _H2_PREFACE, 9)
+    if len(head) < 9 or head[3] != _H2_SETTINGS:
+        said = "said nothing" if not head else f"answered {head[:9]!r}"
+        raise EnvironmentProblem(
+            f"the server at {host}:{port} accepted the connection but is not a Spark Connect server (it {said} "
+            f"to gRPC's HTTP/2 greeting within {timeout_s:g} s): fix the port in --remote / SPARK_REMOTE (Spark "
+            f"Connect listens on {DEFAULT_PORT} unless spark.connect.grpc.binding.port says otherwise)")
+
+
+def _first_bytes(conn: socket.socket, send: bytes, n: int) -> bytes:
+    """What the peer answers ``send`` with, up to ``n`` bytes (fewer: it closed, reset or went quiet)."""
+    head = b""
+    try:
+        conn.sendall(send)
+        while len(head) < n:
+            got = conn.recv(n - len(head))
+            if not got:
+                break
+            head += got
+    except OSError:  # (a timeout, or a reset: not an HTTP/2 server either way)
+        pass
+    return head
 
 
 def is_connect(spark: Any) -> bool:
