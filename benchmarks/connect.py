@@ -6,6 +6,10 @@ client process (``spark.range(1000)`` sum over ``SparkSession.builder.remote``),
 against one server that has already run a scan (warm), alternated so the machine's drift hits
 both. The server is the suite's (tests/support/connect_server.py): local[2], loopback, without the
 operator jar (each scan ships it as a session artifact, as a client of a shared server does).
+Also measured, the same scan in local mode: a whole ``cdc-monitor scan`` process (its JVM started
+cold, what a CI runner with Java pays), alternated with the others; and the median of warm scans
+in one long-lived local session (``pipeline.run_scan``, after one to warm up), what the server
+itself spends on it. Each is a candidate denominator for the target (the issue's question).
 Usage: python -m benchmarks.connect [--runs 5]
 """
 
@@ -21,6 +25,14 @@ import tempfile
 import time
 from pathlib import Path
 
+WARM_LOCAL = ("import json, statistics, sys, time;"
+              "from cdc_monitor.pipeline import run_scan; from cdc_monitor.runtime.session import get_spark;"
+              "from cdc_monitor.sources.capture import read_capture;"
+              "spark = get_spark(); seconds = []\n"
+              "for i in range(int(sys.argv[2]) + 1):\n"
+              "    t = time.perf_counter(); r = run_scan(read_capture(spark, [sys.argv[1]])); r.release()\n"
+              "    seconds.append(time.perf_counter() - t)\n"
+              "print(json.dumps(seconds[1:]))")
 BARE = ("from pyspark.sql import SparkSession; import sys;"
         "s = SparkSession.builder.remote(sys.argv[1]).getOrCreate();"
         "print(s.range(1000).selectExpr('sum(id)').first()[0]); s.stop()")
@@ -53,18 +65,24 @@ def main() -> None:
             env_python = [sys.executable]
             scan = [*env_python, "-m", "cdc_monitor", "scan", str(capture), "--output", "json", "--remote", server.url]
             bare_cmd = [*env_python, "-c", BARE, server.url]
+            local_cmd = [*env_python, "-m", "cdc_monitor", "scan", str(capture), "--output", "json"]
             timed(scan)  # warm: the server's JIT, its first session
             timed(bare_cmd)
-            bare, scans = [], []
+            bare, scans, local = [], [], []
             for _ in range(args.runs):
                 bare.append(timed(bare_cmd))
                 scans.append(timed(scan))
+                local.append(timed(local_cmd))
         finally:
             server.stop()
-    b, s = statistics.median(bare), statistics.median(scans)
+        warm = json.loads(subprocess.run([*env_python, "-c", WARM_LOCAL, str(capture), str(args.runs)], check=True,
+                                         capture_output=True, text=True).stdout.strip().splitlines()[-1])
+    b, s, lo, w = (statistics.median(x) for x in (bare, scans, local, warm))
     print(json.dumps({"records": written["records"], "cpus": os.cpu_count(),
                       "bare_connect_client_s": [round(x, 2) for x in bare], "scan_remote_s": [round(x, 2) for x in scans],
-                      "ratio_median": round(s / b, 2), "target_ratio": 1.5}))
+                      "scan_local_process_s": [round(x, 2) for x in local], "scan_warm_local_session_s": [round(x, 2) for x in warm],
+                      "ratio_median": round(s / b, 2), "target_ratio": 1.5,
+                      "ratio_to_local_process": round(s / lo, 2), "ratio_to_warm_local_session": round(s / w, 2)}))
 
 
 if __name__ == "__main__":
