@@ -40,8 +40,8 @@ def _report(result) -> dict:
 
 def test_checks_whose_input_the_window_lacks_are_not_run_and_change_nothing(tmp_path, scan, monkeypatch):
     """No transaction metadata (Debezium's default) and JSON values without schemas: the window's
-    census says there is no transaction, embedded schema or schema change to judge, so those checks
-    are not planned and the report is the one every check run gives."""
+    census says there is no transaction, embedded schema, schema change or PostgreSQL sequence to judge, so
+    those checks are not planned and the report is the one every check run gives."""
     from cdc_monitor.engine.facts import WindowFacts
 
     path = tmp_path / "bare.jsonl"
@@ -55,11 +55,13 @@ def test_checks_whose_input_the_window_lacks_are_not_run_and_change_nothing(tmp_
         return rules
 
     with monkeypatch.context() as patched:  # planning one of them fails the scan
-        patched.setattr(suite, "transaction_check", _refuse)
+        for check in ("transaction_check", "sequence_sql"):  # (MySQL: no PostgreSQL sequences)
+            patched.setattr(suite, check, _refuse)
         patched.setattr(suite, "TableRules", table_rules)
         pruned = scan([path])
     assert pruned.findings and pruned.transactions["total"] == 0
-    for name in ("has_transactions", "has_schema_changes", "has_snapshot_events"):
+    for name in ("has_transactions", "has_schema_changes", "has_snapshot_events", "has_verdicts", "has_topic_flags",
+                 "has_sequences"):
         monkeypatch.setattr(WindowFacts, name, property(lambda self: True))
     everything = scan([path])
     assert _report(pruned) == _report(everything)

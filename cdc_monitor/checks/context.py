@@ -54,6 +54,21 @@ class WindowFacts:
         return any(r["kind"] == "schema_change" for r in self.rows) and any(r["value_hashes"] for r in self.rows)
 
     @property
+    def has_verdicts(self) -> bool:
+        """A record the decoder found breaking a per-record rule."""
+        return any(r["verdict_records"] for r in self.rows)
+
+    @property
+    def has_topic_flags(self) -> bool:
+        """A data event a per-topic rule counts (checks/schema.py, ``topic_flagged``)."""
+        return any(r["topic_flagged"] for r in self.rows)
+
+    @property
+    def has_sequences(self) -> bool:
+        """A PostgreSQL event with a ``source.sequence`` (checks/source_block.py, ``SEQUENCED``)."""
+        return any(r["sequenced"] for r in self.rows)
+
+    @property
     def ddl_servers(self) -> tuple[str, ...]:
         """The servers whose schema-change events the window holds."""
         return tuple(sorted({r["server"] for r in self.rows if r["kind"] == "schema_change" and r["server"] is not None}))

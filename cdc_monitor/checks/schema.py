@@ -22,7 +22,7 @@ from cdc_monitor.decoding.events import non_envelope
 from cdc_monitor.vocabulary import UNKNOWN_FLAVOUR, Rule, Severity
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 KEY_SCHEMA_NAME_MISMATCH = Rule("key_schema_name_mismatch", "schema", Severity.ERROR, "record",
     "key schema name does not match the topic")
@@ -65,25 +65,37 @@ def _data(events: DataFrame) -> DataFrame:
 
 
 # -- per-topic rules ---------------------------------------------------------------------------
+def _topic_conditions() -> tuple[Column, ...]:
+    """Which data events each per-topic rule counts: values that are not envelopes, events without a
+    source block, events of a connector without known rules (``topic_findings``, in that order)."""
+    return non_envelope(), F.col("envelope") & F.col("source").isNull(), F.col("flavour") == UNKNOWN_FLAVOUR
+
+
+def topic_flagged() -> Column:
+    """A data event some per-topic rule counts (the census counts them: checks/context.py)."""
+    return F.col("data_event") & reduce(or_, _topic_conditions())
+
+
 def topic_findings(events: DataFrame) -> DataFrame:
     """Once per topic, not per record: values that are not Debezium envelopes (thousands of
     identical per-record errors otherwise) and connectors without known rules. One aggregate;
     the finding sits at the topic's first such record and lists the first offsets."""
     connectors = F.to_json(F.array_sort(F.collect_set(F.when(F.col("flavour") == UNKNOWN_FLAVOUR,
                                                                 F.col("source")["connector"]))))
+    values, sourceless, unknown = _topic_conditions()
     per_rule = {  # rule -> (which records, message before their count, message after it)
-        NON_ENVELOPE_VALUES.name: (non_envelope(), F.lit(""), F.lit(
+        NON_ENVELOPE_VALUES.name: (values, F.lit(""), F.lit(
             " value(s) are not Debezium change events (no op, source, before or after: flattened rows such as "
             "ExtractNewRecordState's, or wrapper objects); the checks need Debezium's envelope")),
-        NON_DEBEZIUM_PRODUCER.name: (F.col("envelope") & F.col("source").isNull(), F.lit(""), F.lit(
+        NON_DEBEZIUM_PRODUCER.name: (sourceless, F.lit(""), F.lit(
             " change event(s) carry no source block: written by a producer other than Debezium (a stream processor's "
             "Debezium-format sink?); their source fields, source time, lag and positions are not judged")),
-        UNKNOWN_CONNECTOR.name: (F.col("flavour") == UNKNOWN_FLAVOUR,
+        UNKNOWN_CONNECTOR.name: (unknown,
                               F.concat(F.lit("source.connector "), connectors, F.lit(" has no connector-specific rules: ")),
                               F.lit(" event(s) judged by the generic rules only")),
     }
     pos = F.struct("partition", "offset", "record_ts_ms")  # (the first: by partition and offset)
-    per_topic = _data(events).where(reduce(or_, [when for when, _, _ in per_rule.values()])).groupBy("topic").agg(
+    per_topic = _data(events).where(topic_flagged()).groupBy("topic").agg(
         F.first("server").alias("server"),
         F.array(*[F.when(F.sum(when.cast("int")) > 0, F.struct(
             F.lit(rule).alias("rule"), F.min(F.when(when, pos)).alias("at"),

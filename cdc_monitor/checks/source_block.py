@@ -23,6 +23,8 @@ INVALID_POSITION = Rule("invalid_position", "schema", Severity.ERROR, "record",
     "a source position field of the wrong form: a negative or non-integer MySQL pos/row, PostgreSQL lsn, Oracle scn, "
     "MongoDB ord; a SQL Server LSN not XXXXXXXX:XXXXXXXX:XXXX; a YugabyteDB lsn not n:n:...")
 RULES = (SEQUENCE_CONFLICT, INVALID_POSITION)
+# the events the sequence rule reads (the census counts them: checks/context.py)
+SEQUENCED = "data_event AND flavour = 'postgresql' AND source.sequence IS NOT NULL AND source.lsn IS NOT NULL"
 
 def sequence_sql() -> SqlFindings:
     """PostgreSQL's ``source.sequence`` (``["<last commit LSN>","<LSN>"]``) names one place in the WAL:
@@ -36,8 +38,7 @@ def sequence_sql() -> SqlFindings:
                             txn_id="txn_id", server="server", table="`table`", at="record_ts_ms")}
         FROM (SELECT *, first(source.lsn) OVER (PARTITION BY server, source.sequence
                                                 ORDER BY record_ts_ms, topic, partition, offset) AS first_lsn
-              FROM {{events}} WHERE data_event AND flavour = 'postgresql' AND source.sequence IS NOT NULL
-                AND source.lsn IS NOT NULL)
+              FROM {{events}} WHERE {SEQUENCED})
         WHERE source.lsn != first_lsn""",))
 
 

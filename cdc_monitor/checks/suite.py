@@ -55,12 +55,13 @@ def run_checks(events: DataFrame, ctx: CheckContext, *, fresh: DataFrame | None 
     table_rules = TableRules(config.lag_threshold_ms, config.table_lag_threshold_ms, lag_scope or "true",
                              snapshots=facts.has_snapshot_events,
                              ddl_servers=facts.ddl_servers if facts.has_schema_changes else None)
-    per_table = [table_sql(table_rules), stall_sql(config.stall_threshold_ms), sequence_sql()]
+    per_table = [table_sql(table_rules), stall_sql(config.stall_threshold_ms),
+                 *([sequence_sql()] if facts.has_sequences else [])]
     by_scope = {
         # what the record alone shows, judged by the decoder while it read the record
-        "record": [verdict_findings(fresh)],
+        "record": [verdict_findings(fresh)] if facts.has_verdicts else [],
         "key": [findings_frame([ordering_sql(ctx)], relations)],
         "transaction": tx.findings if tx is not None else [],
-        "table": [topic_findings(fresh), findings_frame(per_table, relations)],
+        "table": [*([topic_findings(fresh)] if facts.has_topic_flags else []), findings_frame(per_table, relations)],
     }
     return CheckedResult(by_scope=by_scope, lag=lag_table(fresh), transactions=tx.transactions if tx is not None else None)

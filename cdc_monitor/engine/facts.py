@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.context import WindowFacts
+from cdc_monitor.checks.schema import topic_flagged
+from cdc_monitor.checks.source_block import SEQUENCED
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Row
@@ -37,6 +39,11 @@ def census_frame(events: DataFrame, by: tuple[Column, ...] = (), more: tuple[Col
         F.collect_set("key_schema_hash").alias("key_hashes"),
         F.count("txn_id").alias("in_txn"),  # events naming a transaction
         F.count(F.when(F.col("snapshot_event"), 1)).alias("snapshot_events"),
+        # what the per-record, per-topic and sequence rules read (checks/context.py: a check
+        # whose records the window lacks is not planned)
+        F.count(F.when(F.size("verdicts") > 0, 1)).alias("verdict_records"),
+        F.count(F.when(topic_flagged(), 1)).alias("topic_flagged"),
+        F.count(F.when(F.expr(SEQUENCED), 1)).alias("sequenced"),
         *more,
     )
 
