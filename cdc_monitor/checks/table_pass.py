@@ -64,16 +64,16 @@ class TableRules:
         """The records some rule reads."""
         parts = [f"(change_event AND ({self.lag_scope}))"]
         if self.snapshots:
-            parts.append(f"change_event OR {_BLOCKING}")
+            parts.append("change_event OR blocking")
         if self.ddl_servers:
             parts.append("(data_event AND value_schema_hash IS NOT NULL) OR kind = 'schema_change'")
         return " OR ".join(f"({p})" for p in parts)
 
 
-# each record as java/TableJudge.java's Rec (fields in its order)
+# each record as java/TableJudge.java's Rec (fields in its order), over the events with ``blocking``
 _RECORD = f"""struct(topic, partition, offset, record_ts_ms, key, txn_id, ts_ms,
   CASE WHEN change_event AND ({{lag_scope}}) AND {VALID_SOURCE_TS} AND {VALID_EVENT_TS} THEN ts_ms - source_ts_ms END,
-  change_event, {_BLOCKING}, key_payload, CASE WHEN {_BLOCKING} THEN {CONTENT_HASH} END,
+  change_event, blocking, key_payload, CASE WHEN blocking THEN {CONTENT_HASH} END,
   CASE WHEN data_event THEN CAST(value_schema_hash AS string) END, kind = 'schema_change')"""
 
 
@@ -89,7 +89,7 @@ def table_sql(rules: TableRules) -> SqlFindings:
                                             server IS NOT NULL AND `table` IS NOT NULL, {rules.ddl_sql()}) AS found
                   FROM (SELECT server, explode(CASE WHEN kind = 'schema_change' THEN ddl_tables ELSE array(`table`) END)
                                  AS `table`, {record} AS rec
-                        FROM {{events}} WHERE {rules.where_sql()})
+                        FROM (SELECT *, {_BLOCKING} AS blocking FROM {{events}}) WHERE {rules.where_sql()})
                   GROUP BY server, `table`)"""),),
         functions=(TABLE_JUDGE,),
         selects=(judged_sql(RULES, "table_findings"),),
