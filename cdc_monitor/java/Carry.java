@@ -8,6 +8,9 @@ import java.util.Map;
 
 import org.apache.spark.api.java.function.FlatMapGroupsWithStateFunction;
 import org.apache.spark.api.java.function.MapFunction;
+import org.apache.spark.api.java.function.MapPartitionsFunction;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
@@ -22,86 +25,120 @@ import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * watch's one stateful operator: the whole context a micro-batch is judged with, carried on the JVM
- * ({@code flatMapGroupsWithState}, no Python worker). {@code watch/carry.py} composes its input and
- * describes the groups; this class holds them:
+ * ({@code flatMapGroupsWithState}, no Python worker). {@code watch/carry.py} composes its input (the
+ * records decoded once, before the operator) and describes the groups; this class holds them:
  *
  * <ul>
- *   <li>{@code K} topic, key: the key's last records per partition ({@link KeyHistory});</li>
+ *   <li>{@code K} topic, key: the facts of the key's last records per partition ({@link KeyHistory});</li>
  *   <li>{@code P} topic, partition: records with no key history, emitted {@code new}, no state;</li>
  *   <li>{@code S} server: open and pending transactions, orphan candidates, finalized ids and the
  *       data partitions' progress ({@link ServerContext});</li>
- *   <li>{@code L} server, table: the newest change event with a lag ({@link #tail}).</li>
+ *   <li>{@code L} server, table: the newest change event with a lag ({@link #tail});</li>
+ *   <li>{@code ~} one per state partition, fed a tick by every input partition: the key budget's
+ *       bookkeeping ({@link KeyHistory#budget}).</li>
  * </ul>
  *
- * <p>Input rows: {@code ctx}, the record ({@link #RECORD}), then the server and table groups' fields
- * ({@link #FIELDS}; null for K and P rows). Output rows: the record and its role. One state schema
- * for every group ({@link #STATE}), its fields used by one kind each, stamped with {@link #VERSION}:
- * a state of another version is refused (a checkpoint of another cdc-monitor). The vocabulary (roles,
- * group kinds, the separator) is {@code watch/carry.py}'s; {@code main("vocabulary")} prints it for
- * the test that holds the two equal.
+ * <p>Input rows ({@link #INPUT}): {@code ctx}, the record's facts ({@link #FACT}: what the checks read
+ * from a record carried as context), the server and table groups' fields ({@link #FIELDS}; null for K
+ * and P rows) and {@code rest}, the record's other decoded columns (null for S and L rows: only a K
+ * or P group emits a record as {@code new}). Output rows ({@link #OUTPUT}): the facts, {@code rest}
+ * (null on context rows) and the role. The state ({@link #STATE}) is the format version and the
+ * group's state as compact bytes ({@link Codec}, one schema per kind: {@link #KSTATE},
+ * {@link #SSTATE}, {@link #LSTATE}, {@link #BSTATE}); a state of another version is refused (a
+ * checkpoint of another cdc-monitor). The vocabulary (roles, group kinds, the separator) is
+ * {@code watch/carry.py}'s; {@code main("vocabulary")} prints it for the test that holds the two equal.
  */
 public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, Row, Row> {
-    private static final long serialVersionUID = 1L;
+    private static final long serialVersionUID = 2L;
 
-    /** The state's format: 1, every group on the JVM in one operator (before: a Python operator's JSON). */
-    public static final int VERSION = 1;
+    /** The state's format: 2, narrow facts as compact bytes (1: whole Kafka records as Spark rows). */
+    public static final int VERSION = 2;
 
     public static final String NEW = "new", CARRIED = "carried", CANDIDATE = "candidate", TAIL = "tail",
-            FINAL = "final", EVICTED = "evicted", PENDING = "pending";
-    public static final String KEY = "K", PARTITION = "P", SERVER = "S", LAG = "L";
+            FINAL = "final", EVICTED = "evicted", PENDING = "pending", CAPPED = "capped";
+    public static final String KEY = "K", PARTITION = "P", SERVER = "S", LAG = "L", BUDGET = "~";
     public static final String SEP = "\u001f";
     /** skind: a transaction marker (BEGIN or END) or a data event naming a transaction. */
     public static final String MARKER = "marker", DATA = "data";
 
-    /** A record as carried (the Kafka source's fields, timestamp in microseconds, headers as JSON). */
-    public static final StructType RECORD = new StructType()
-            .add("topic", DataTypes.StringType)
-            .add("partition", DataTypes.IntegerType)
-            .add("offset", DataTypes.LongType)
-            .add("key", DataTypes.BinaryType)
-            .add("value", DataTypes.BinaryType)
-            .add("record_us", DataTypes.LongType)
-            .add("timestampType", DataTypes.IntegerType)
-            .add("headers_json", DataTypes.StringType);
+    private static final DataType S = DataTypes.StringType, L = DataTypes.LongType, B = DataTypes.BooleanType;
     /** An END's counts per collection (the decoder's marker_collections). */
     public static final StructType COLLECTION = new StructType()
-            .add("data_collection", DataTypes.StringType)
-            .add("event_count", DataTypes.LongType);
-    /** The server and table groups' fields of a fed row (record_ts_ms: the L group's order, the event's ts_ms). */
+            .add("data_collection", S)
+            .add("event_count", L);
+    /**
+     * A record's facts: where it is and what the checks read from it as context (the key pass, the
+     * transaction and table passes, stalls, sequences, the census). Row images as one digest
+     * ({@code before}/{@code after}: the digest where the image is present); the source block as its
+     * presence and PostgreSQL's {@code lsn} and {@code sequence}. Longs in an order that keeps
+     * neighbours close ({@link Codec}).
+     */
+    public static final StructType FACT = new StructType()
+            .add("topic", S).add("partition", DataTypes.IntegerType).add("offset", L)
+            .add("record_ts_ms", L).add("ts_ms", L).add("ts_ms_raw", S).add("source_ts_ms", L).add("source_ts_raw", S)
+            .add("ts_us", L).add("source_ts_us", L)
+            .add("key", S).add("kind", S).add("server", S).add("table", S).add("op", S).add("snapshot", B)
+            .add("snapshot_marker", S).add("txn_id", S).add("txn_total_order", L).add("txn_collection_order", L)
+            .add("position", DataTypes.createArrayType(L)).add("flavour", S).add("has_source", B)
+            .add("source_lsn", S).add("source_sequence", S).add("before", S).add("after", S).add("key_payload", S)
+            .add("status", S).add("marker_id", S).add("marker_key", S).add("marker_event_count", L)
+            .add("marker_collections", DataTypes.createArrayType(COLLECTION)).add("update_hash", L)
+            .add("value_hash", L).add("value_schema_hash", L).add("data_event", B).add("change_event", B)
+            .add("snapshot_event", B).add("envelope", B).add("has_message", B);
+    /** The server and table groups' fields of a fed row (order_ts: its record time; an L row's: the event's ts_ms). */
     public static final StructType FIELDS = new StructType()
-            .add("skind", DataTypes.StringType)
-            .add("status", DataTypes.StringType)
-            .add("txn", DataTypes.StringType)
-            .add("record_ts_ms", DataTypes.LongType)
-            .add("tbl", DataTypes.StringType)
-            .add("event_count", DataTypes.LongType)
+            .add("skind", S)
+            .add("sstatus", S)
+            .add("txn", S)
+            .add("order_ts", L)
+            .add("tbl", S)
+            .add("event_count", L)
             .add("collections", DataTypes.createArrayType(COLLECTION));
-    public static final StructType INPUT = concat(new StructType().add("ctx", DataTypes.StringType), RECORD, FIELDS);
-    public static final StructType OUTPUT = concat(RECORD, new StructType().add("role", DataTypes.StringType));
-    /** A held S row: the record, its fields, the wall time (ms) it was first seen. */
-    public static final StructType HELD = concat(RECORD, FIELDS, new StructType().add("seen_ms", DataTypes.LongType));
+    static final int N = FACT.size();
+    static final int F_TOPIC = 0, F_KEY = 10, F_KEY_PAYLOAD = FACT.fieldIndex("key_payload");
+    /** The input's last column: the record's other decoded columns (a struct, carry.py's). */
+    static final int REST = 1 + N + FIELDS.size();
+
+    public static StructType input(StructType rest) {
+        return concat(new StructType().add("ctx", S), FACT, FIELDS, new StructType().add("rest", rest));
+    }
+
+    public static StructType output(StructType rest) {
+        return concat(FACT, new StructType().add("rest", rest).add("role", S));
+    }
+
+    /** A held S row: the record's facts, its fields, the wall time (ms) it was first seen. */
+    public static final StructType HELD = concat(FACT, FIELDS, new StructType().add("seen_ms", L));
     public static final StructType PROGRESS = new StructType()
-            .add("topic", DataTypes.StringType)
+            .add("topic", S)
             .add("partition", DataTypes.IntegerType)
-            .add("tbl", DataTypes.StringType)
-            .add("ts", DataTypes.LongType);
-    /** A held L row: the record and its order (the event's ts_ms). */
-    public static final StructType TAIL_ROW = concat(RECORD, new StructType().add("order_ts", DataTypes.LongType));
+            .add("tbl", S)
+            .add("ts", L);
+    /** A held L row: the record's facts and its order (the event's ts_ms). */
+    public static final StructType TAIL_ROW = concat(FACT, new StructType().add("order_ts", L));
+    /** A K group: when it was last seen (the batch's processing time) and its records' facts (no topic, key
+     * or key payload: the group's key says them). */
+    public static final StructType KSTATE = new StructType()
+            .add("seen", L)
+            .add("h", DataTypes.createArrayType(FACT));
+    public static final StructType SSTATE = new StructType()
+            .add("rows", DataTypes.createArrayType(HELD))
+            .add("final", DataTypes.createArrayType(S))
+            .add("horizon", L)
+            .add("open", DataTypes.createArrayType(S))
+            .add("progress", DataTypes.createArrayType(PROGRESS));
+    public static final StructType LSTATE = new StructType().add("tail", TAIL_ROW);
+    /** The key budget of one state partition: the keys it saw per batch (processing time, keys), oldest first. */
+    public static final StructType BSTATE = new StructType()
+            .add("seen", DataTypes.createArrayType(new StructType().add("t", L).add("n", L)));
     public static final StructType STATE = new StructType()
             .add("v", DataTypes.IntegerType)
-            .add("h", DataTypes.createArrayType(RECORD))               // K
-            .add("rows", DataTypes.createArrayType(HELD))              // S
-            .add("final", DataTypes.createArrayType(DataTypes.StringType))
-            .add("horizon", DataTypes.LongType)
-            .add("open", DataTypes.createArrayType(DataTypes.StringType))
-            .add("progress", DataTypes.createArrayType(PROGRESS))
-            .add("tail", TAIL_ROW);                                    // L
-    static final int N = RECORD.size();
+            .add("b", DataTypes.BinaryType);
     // a held S row's fields (the fed row's, less ctx)
     static final int SKIND = N, STATUS = N + 1, TXN = N + 2, TS = N + 3, TBL = N + 4, COUNT = N + 5, COLLS = N + 6,
             SEEN = N + 7;
-    // the state's fields
-    static final int S_H = 1, S_ROWS = 2, S_FINAL = 3, S_HORIZON = 4, S_OPEN = 5, S_PROGRESS = 6, S_TAIL = 7;
+    // the S state's fields
+    static final int S_ROWS = 0, S_FINAL = 1, S_HORIZON = 2, S_OPEN = 3, S_PROGRESS = 4;
 
     final int keep;
     final long ttlMs;
@@ -109,6 +146,13 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
     final int finalMemory;
     final ArrayList<String> transactionServers;
     final HashMap<String, Integer> topicPartitions;
+    final long maxKeys;
+    final long reviewMs;
+    int statePartitions = 1;
+    // per task (a task's groups are called in ctx order, K first, the budget's ~ after the data groups,
+    // then the timed-out ones): K groups with records in this batch, then what the budget says of them
+    transient long touched;
+    transient KeyHistory.Horizon horizon;
 
     /**
      * @param keep records kept per key and partition
@@ -117,15 +161,24 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
      * @param finalMemory ids of finalized transactions remembered per server
      * @param transactionServers servers whose transaction topic the stream reads
      * @param topicPartitions partitions of each data topic the stream reads
+     * @param maxKeys key histories held at most (0: no budget, only the TTL), spread over the state partitions
+     * @param reviewMs how soon after it was seen a key is looked at again for the budget
      */
     public Carry(int keep, long ttlMs, long awaitMs, int finalMemory, List<String> transactionServers,
-                 Map<String, Integer> topicPartitions) {
+                 Map<String, Integer> topicPartitions, long maxKeys, long reviewMs) {
         this.keep = keep;
         this.ttlMs = ttlMs;
         this.awaitMs = awaitMs;
         this.finalMemory = finalMemory;
         this.transactionServers = new ArrayList<>(transactionServers);
         this.topicPartitions = new HashMap<>(topicPartitions);
+        this.maxKeys = maxKeys;
+        this.reviewMs = reviewMs;
+    }
+
+    public Carry(int keep, long ttlMs, long awaitMs, int finalMemory, List<String> transactionServers,
+                 Map<String, Integer> topicPartitions) {
+        this(keep, ttlMs, awaitMs, finalMemory, transactionServers, topicPartitions, 0L, 60_000L);
     }
 
     static StructType concat(StructType... parts) {
@@ -138,11 +191,64 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
         return out;
     }
 
-    /** The operator over {@code input} ({@link #INPUT}'s columns), for Python's py4j. */
+    /** The operator over {@code input} ({@link #input}'s columns), for Python's py4j. With a key budget,
+     * each input partition also feeds one tick to every state partition's budget group. */
     public static Dataset<Row> apply(Dataset<Row> input, Carry settings) {
-        return input.groupByKey((MapFunction<Row, String>) r -> r.getString(0), Encoders.STRING())
-                .flatMapGroupsWithState(settings, OutputMode.Append(), Encoders.row(STATE), Encoders.row(OUTPUT),
+        StructType in = input.schema();
+        StructType rest = (StructType) in.fields()[REST].dataType();
+        Dataset<Row> fed = input;
+        if (settings.maxKeys > 0) {
+            SparkSession spark = input.sparkSession();
+            settings.statePartitions = Integer.parseInt(spark.conf().get("spark.sql.shuffle.partitions"));
+            List<String> ticks = tickKeys(spark, settings.statePartitions);
+            int width = in.size();
+            StructType nullable = new StructType();  // (a tick has only its ctx)
+            for (var f : in.fields()) {
+                nullable = nullable.add(f.name(), f.dataType(), true);
+            }
+            fed = input.mapPartitions((MapPartitionsFunction<Row, Row>) rows -> {
+                List<Row> first = new ArrayList<>(ticks.size());
+                for (String t : ticks) {
+                    Object[] v = new Object[width];
+                    v[0] = t;
+                    first.add(RowFactory.create(v));
+                }
+                Iterator<Row> head = first.iterator();
+                return new Iterator<Row>() {
+                    public boolean hasNext() {
+                        return head.hasNext() || rows.hasNext();
+                    }
+
+                    public Row next() {
+                        return head.hasNext() ? head.next() : rows.next();
+                    }
+                };
+            }, Encoders.row(nullable));
+        }
+        return fed.groupByKey((MapFunction<Row, String>) r -> r.getString(0), Encoders.STRING())
+                .flatMapGroupsWithState(settings, OutputMode.Append(), Encoders.row(STATE), Encoders.row(output(rest)),
                         GroupStateTimeout.ProcessingTimeTimeout());
+    }
+
+    /** One budget group key per state partition: a key Spark's hash partitioning of the groups (Murmur3,
+     * seed 42, as SQL's {@code hash}) sends there. */
+    static List<String> tickKeys(SparkSession spark, int partitions) {
+        String[] found = new String[partitions];
+        int left = partitions;
+        List<Row> rows = spark.range(0, 64L * partitions + 64)
+                .selectExpr("concat('" + BUDGET + "', CAST(id AS STRING)) AS c")
+                .selectExpr("c", "pmod(hash(c), " + partitions + ") AS p").collectAsList();
+        for (Row r : rows) {
+            int p = r.getInt(1);
+            if (found[p] == null) {
+                found[p] = r.getString(0);
+                left--;
+            }
+        }
+        if (left > 0) {
+            throw new IllegalStateException("no budget key for some of " + partitions + " state partitions");
+        }
+        return List.of(found);
     }
 
     /** {@code held}, a group's state, if this version reads it (null: none); else a fix-it error. */
@@ -155,7 +261,17 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
         return held;
     }
 
-    /** A fed row's record (its fields after ctx). */
+    /** A group's state (of schema {@code schema}) as the operator keeps it. */
+    public static Row pack(Row st, StructType schema) {
+        return RowFactory.create(VERSION, Codec.encode(st, schema));
+    }
+
+    /** The group's state kept by {@link #pack} (its version checked), or null. */
+    public static Row unpack(Row held, StructType schema) {
+        return checked(held) == null ? null : Codec.decode((byte[]) held.get(1), schema);
+    }
+
+    /** A fed row's facts (its fields after ctx). */
     static Row record(Row in) {
         Object[] v = new Object[N];
         for (int i = 0; i < N; i++) {
@@ -164,13 +280,30 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
         return RowFactory.create(v);
     }
 
-    /** An output row: the first {@link #N} fields of {@code rec} and {@code role}. */
-    static Row out(Row rec, String role) {
-        Object[] v = new Object[N + 1];
+    /** An output row: the first {@link #N} fields of {@code rec}, {@code rest} and {@code role}. */
+    static Row out(Row rec, Object rest, String role) {
+        Object[] v = new Object[N + 2];
         for (int i = 0; i < N; i++) {
             v[i] = rec.get(i);
         }
-        v[N] = role;
+        v[N] = rest;
+        v[N + 1] = role;
+        return RowFactory.create(v);
+    }
+
+    static Row out(Row rec, String role) {
+        return out(rec, null, role);
+    }
+
+    /** {@code rec}'s first {@link #N} fields with some set to null (what a state need not keep). */
+    static Row without(Row rec, int... fields) {
+        Object[] v = new Object[N];
+        for (int i = 0; i < N; i++) {
+            v[i] = rec.get(i);
+        }
+        for (int f : fields) {
+            v[f] = null;
+        }
         return RowFactory.create(v);
     }
 
@@ -178,11 +311,8 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
         return CollectionConverters.asScala(list);  // arrays are Scala Seqs in a Row
     }
 
-    static Row state(List<Row> h, List<Row> rows, List<String> fin, Long horizon, List<String> open,
-                     List<Row> progress, Row tail) {
-        return RowFactory.create(VERSION, h == null ? null : seq(h), rows == null ? null : seq(rows),
-                fin == null ? null : seq(fin), horizon, open == null ? null : seq(open),
-                progress == null ? null : seq(progress), tail);
+    static Row sstate(List<Row> rows, List<String> fin, Long horizon, List<String> open, List<Row> progress) {
+        return RowFactory.create(seq(rows), seq(fin), horizon, seq(open), seq(progress));
     }
 
     static <T> List<T> list(Row row, int i) {
@@ -195,28 +325,35 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
         List<Row> out = new ArrayList<>();
         if (ctx.startsWith(PARTITION)) {
             while (rows.hasNext()) {
-                out.add(out(record(rows.next()), NEW));
+                Row r = rows.next();
+                out.add(out(record(r), r.get(REST), NEW));
             }
             return out.iterator();
         }
         if (ctx.startsWith(KEY)) {
-            KeyHistory.step(held, rows, state, keep, ttlMs, out);
+            KeyHistory.step(ctx, held, rows, state, this, out);
+            return out.iterator();
+        }
+        if (ctx.startsWith(BUDGET)) {
+            rows.forEachRemaining(r -> { });
+            horizon = KeyHistory.budget(held, state, this);
             return out.iterator();
         }
         List<Row> fresh = new ArrayList<>();
         rows.forEachRemaining(fresh::add);
         if (ctx.startsWith(SERVER)) {
-            ServerContext.Step step = ServerContext.step(held, fresh, System.currentTimeMillis(), this,
+            ServerContext.Step step = ServerContext.step(unpack(held, SSTATE), fresh, System.currentTimeMillis(), this,
                     ctx.substring(SERVER.length() + SEP.length()));
-            state.update(step.state);
+            state.update(pack(step.state, SSTATE));
             if (step.hold) {  // held transactions and candidates are judged again after awaitMs
                 state.setTimeoutDuration(Math.max(awaitMs, 1));
             }
             return step.out.iterator();
         }
-        Row tail = held == null || held.isNullAt(S_TAIL) ? null : held.getStruct(S_TAIL);
+        Row st = unpack(held, LSTATE);
+        Row tail = st == null || st.isNullAt(0) ? null : st.getStruct(0);
         Row kept = tail(tail, fresh, out);
-        state.update(state(null, null, null, null, null, null, kept));
+        state.update(pack(RowFactory.create(kept), LSTATE));
         return out.iterator();
     }
 
@@ -249,7 +386,8 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
             for (int i = 0; i < N; i++) {
                 v[i] = newest.get(i + 1);
             }
-            v[N] = newest.get(1 + N + 3);  // record_ts_ms (FIELDS' fourth)
+            v[F_KEY] = null;  // (a tail's findings are its own batch's: the key text is not read again)
+            v[N] = newest.get(1 + N + 3);  // order_ts (FIELDS' fourth)
             held = RowFactory.create(v);
         }
         return held;
@@ -272,19 +410,19 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
     }
 
     private static long orderTs(Row r, int i) {
-        int at = i == 0 ? N : 1 + N + 3;  // a held tail's order_ts, or a fed row's record_ts_ms
+        int at = i == 0 ? N : 1 + N + 3;  // a held tail's order_ts, or a fed row's
         return r.isNullAt(at) ? Long.MIN_VALUE : r.getLong(at);
     }
 
     /** {@code vocabulary}: the roles, group kinds, separator and fed columns, for the tests that hold Python's equal. */
     public static void main(String[] args) {
         if (args.length == 1 && args[0].equals("vocabulary")) {
-            System.out.println("roles " + String.join(" ", NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING));
-            System.out.println("kinds " + String.join(" ", KEY, PARTITION, SERVER, LAG));
+            System.out.println("roles " + String.join(" ", NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING, CAPPED));
+            System.out.println("kinds " + String.join(" ", KEY, PARTITION, SERVER, LAG, BUDGET));
             System.out.println("skinds " + MARKER + " " + DATA);
             System.out.println("sep " + (int) SEP.charAt(0));
-            System.out.println("input " + String.join(" ", INPUT.fieldNames()));
-            System.out.println("output " + String.join(" ", OUTPUT.fieldNames()));
+            System.out.println("input " + String.join(" ", input(new StructType()).fieldNames()));
+            System.out.println("output " + String.join(" ", output(new StructType()).fieldNames()));
             System.out.println("version " + VERSION);
             return;
         }

@@ -14,38 +14,78 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.streaming.GroupState;
 
 /**
- * watch's per-key history, the {@code K} groups of {@link Carry} (one call per key group, on the JVM).
+ * watch's per-key history, the {@code K} groups of {@link Carry} (one call per key group, on the JVM),
+ * and the key budget (the {@code ~} groups).
  *
- * <p>A group is one key of one topic: its records are emitted with role {@code new}, the last
- * {@code keep} records it held per partition with role {@code carried}, and it keeps the last
- * {@code keep} records per partition (by offset) for the next micro-batch (the state's {@code h}). A
- * held record at or past a new record's offset in its partition is of an earlier log of that
- * partition (the offsets went back: the topic was deleted and created again): it is dropped, not
- * carried. A key idle for {@code ttlMs} of processing time times out: its history is dropped and one
- * {@code evicted} row (offset -1) is emitted per partition it held.
+ * <p>A group is one key of one topic: its records are emitted with role {@code new}, the facts of the
+ * last {@code keep} records it held per partition with role {@code carried}, and it keeps the facts of
+ * the last {@code keep} records per partition (by offset) for the next micro-batch. A held record at or
+ * past a new record's offset in its partition is of an earlier log of that partition (the offsets went
+ * back: the topic was deleted and created again): it is dropped, not carried.
+ *
+ * <p>A key leaves the store, its history dropped and one row per partition it held emitted (offset -1),
+ * when it has been idle for {@code ttlMs} of processing time (role {@code evicted}) or when it is among
+ * the least recently seen beyond the budget (role {@code capped}). The budget: {@code maxKeys} spread
+ * evenly over the state partitions; each partition's {@code ~} group counts the keys seen in each batch
+ * (an upper bound of the keys last seen then) and sets the horizon: the oldest batch time from which the
+ * keys seen add up to no more than the partition's share. A key last seen before the horizon is capped
+ * when its timeout comes: a key seen is looked at again {@code reviewMs} later, then when the horizon
+ * should have passed it (at the pace it advanced so far), and at its TTL at the latest.
  */
 final class KeyHistory {
     private KeyHistory() {
     }
 
+    static final long NONE = Long.MIN_VALUE;
+
+    /** What a partition's budget says this batch: keys last seen before {@code at} are capped; {@code fullIn}
+     * (ms) how soon, at the pace keys came so far, the budget fills when it is not full. */
+    static final class Horizon {
+        final long at;
+        final long fullIn;
+
+        Horizon(long at, long fullIn) {
+            this.at = at;
+            this.fullIn = fullIn;
+        }
+    }
+
     /** One call of a K group: its output rows added to {@code out}, its state updated or removed. */
-    static void step(Row held, Iterator<Row> rows, GroupState<Row> state, int keep, long ttlMs, List<Row> out) {
-        List<Row> history = Carry.list(held, Carry.S_H);
+    static void step(String ctx, Row held, Iterator<Row> rows, GroupState<Row> state, Carry cfg, List<Row> out) {
+        Row st = Carry.unpack(held, Carry.KSTATE);
+        List<Row> history = Carry.list(st, 1);
+        String topic = ctx.substring(2, ctx.indexOf(Carry.SEP, 2));
+        long now = state.getCurrentProcessingTimeMs();
         if (state.hasTimedOut()) {
+            long seen = st.getLong(0);
+            String role = now - seen >= cfg.ttlMs ? Carry.EVICTED
+                    : cfg.horizon != null && seen < cfg.horizon.at ? Carry.CAPPED : null;
+            if (role == null) {  // within the budget: looked at again when the horizon may have passed it
+                state.setTimeoutDuration(Math.max(1, Math.min(cfg.ttlMs - (now - seen), rearm(cfg, seen))));
+                return;
+            }
             state.remove();
-            Map<String, Row> parts = new TreeMap<>();
+            Map<Integer, Row> parts = new TreeMap<>();
             for (Row h : history) {
-                Row ev = RowFactory.create(h.getString(0), h.getInt(1), -1L, null, null, 0L, 0, null);
-                parts.putIfAbsent(h.getString(0) + Carry.SEP + h.getInt(1), Carry.out(ev, Carry.EVICTED));
+                Object[] v = new Object[Carry.N];
+                v[Carry.F_TOPIC] = topic;
+                v[1] = h.getInt(1);
+                v[2] = -1L;
+                parts.putIfAbsent(h.getInt(1), Carry.out(RowFactory.create(v), role));
             }
             out.addAll(parts.values());
             return;
         }
+        cfg.touched++;
+        String payload = ctx.substring(ctx.indexOf(Carry.SEP, 2) + 1);
         List<Row> fresh = new ArrayList<>();
+        List<Object> rests = new ArrayList<>();
         Map<Integer, Long> firstNew = new HashMap<>();  // per partition, the lowest new offset
         while (rows.hasNext()) {
-            Row rec = Carry.record(rows.next());
+            Row in = rows.next();
+            Row rec = Carry.record(in);
             fresh.add(rec);
+            rests.add(in.get(Carry.REST));
             firstNew.merge(rec.getInt(1), rec.getLong(2), Math::min);
         }
         List<Row> merged = new ArrayList<>();
@@ -54,26 +94,86 @@ final class KeyHistory {
             if (first != null && h.getLong(2) >= first) {
                 continue;  // the partition's offsets went back (its topic created again): an earlier log's record
             }
-            merged.add(h);
-            out.add(Carry.out(h, Carry.CARRIED));
-        }
-        for (Row rec : fresh) {
+            Object[] v = new Object[Carry.N];
+            for (int i = 0; i < Carry.N; i++) {
+                v[i] = h.get(i);
+            }
+            v[Carry.F_TOPIC] = topic;
+            v[Carry.F_KEY_PAYLOAD] = payload;
+            Row rec = RowFactory.create(v);
             merged.add(rec);
-            out.add(Carry.out(rec, Carry.NEW));
+            out.add(Carry.out(rec, Carry.CARRIED));
+        }
+        for (int i = 0; i < fresh.size(); i++) {
+            merged.add(fresh.get(i));
+            out.add(Carry.out(fresh.get(i), rests.get(i), Carry.NEW));
         }
         merged.sort(Comparator.comparingInt((Row r) -> r.getInt(1)).thenComparingLong(r -> r.getLong(2)));
         Map<Integer, Integer> left = new HashMap<>();  // per partition, how many more to keep
         List<Row> kept = new ArrayList<>();
         for (int i = merged.size() - 1; i >= 0; i--) {
             Row r = merged.get(i);
-            int n = left.getOrDefault(r.getInt(1), keep);
+            int n = left.getOrDefault(r.getInt(1), cfg.keep);
             if (n > 0) {
-                kept.add(r);
+                kept.add(Carry.without(r, Carry.F_TOPIC, Carry.F_KEY, Carry.F_KEY_PAYLOAD));
                 left.put(r.getInt(1), n - 1);
             }
         }
         Collections.reverse(kept);
-        state.update(Carry.state(kept, null, null, null, null, null, null));
-        state.setTimeoutDuration(ttlMs);
+        state.update(Carry.pack(RowFactory.create(now, Carry.seq(kept)), Carry.KSTATE));
+        state.setTimeoutDuration(cfg.maxKeys > 0 ? Math.max(1, Math.min(cfg.reviewMs, cfg.ttlMs)) : cfg.ttlMs);
+    }
+
+    /** How long until a key last seen at {@code seen}, still within the budget, is looked at again. */
+    private static long rearm(Carry cfg, long seen) {
+        if (cfg.maxKeys <= 0 || cfg.horizon == null) {
+            return cfg.ttlMs;
+        }
+        if (cfg.horizon.at == NONE) {
+            return Math.max(cfg.reviewMs, cfg.horizon.fullIn);
+        }
+        return Math.max(cfg.reviewMs, seen - cfg.horizon.at);  // the horizon moves at about the pace of time
+    }
+
+    /** The budget group of a state partition: this batch's keys added to what it saw, the horizon set. */
+    static Horizon budget(Row held, GroupState<Row> state, Carry cfg) {
+        long now = state.getCurrentProcessingTimeMs();
+        long share = Math.max(1, (cfg.maxKeys + cfg.statePartitions - 1) / cfg.statePartitions);
+        Row st = Carry.unpack(held, Carry.BSTATE);
+        List<long[]> seen = new ArrayList<>();
+        for (Row r : Carry.<Row>list(st, 0)) {
+            seen.add(new long[] {r.getLong(0), r.getLong(1)});
+        }
+        if (cfg.touched > 0) {
+            seen.add(new long[] {now, cfg.touched});
+        }
+        long at = NONE;
+        long sum = 0;
+        int from = 0;
+        for (int i = seen.size() - 1; i >= 0; i--) {
+            if (sum + seen.get(i)[1] > share) {
+                at = i + 1 < seen.size() ? seen.get(i + 1)[0] : now;
+                from = i + 1;
+                break;
+            }
+            sum += seen.get(i)[1];
+        }
+        seen = new ArrayList<>(seen.subList(from, seen.size()));  // older ones are beyond the horizon
+        while (seen.size() > 256) {  // the oldest two as one, at the older time: still an upper bound
+            long[] a = seen.remove(0);
+            seen.get(0)[0] = a[0];
+            seen.get(0)[1] += a[1];
+        }
+        long fullIn = cfg.ttlMs;
+        if (at == NONE && !seen.isEmpty() && now > seen.get(0)[0]) {
+            double perMs = (double) sum / (now - seen.get(0)[0]);
+            fullIn = (long) Math.min(cfg.ttlMs, (share - sum) / Math.max(perMs, 1e-9));
+        }
+        List<Row> rows = new ArrayList<>();
+        for (long[] s : seen) {
+            rows.add(RowFactory.create(s[0], s[1]));
+        }
+        state.update(Carry.pack(RowFactory.create(Carry.seq(rows)), Carry.BSTATE));
+        return new Horizon(at, fullIn);
     }
 }

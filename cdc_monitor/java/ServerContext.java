@@ -67,7 +67,7 @@ public final class ServerContext {
         }
     }
 
-    /** A fed row ({@link Carry#INPUT}) as held: without ctx, with the wall time it was first seen. */
+    /** A fed row ({@link Carry#input}) as held: without ctx, with the wall time it was first seen. */
     private static Row held(Row fed, long now) {
         Object[] v = new Object[Carry.HELD.size()];
         for (int i = 0; i < SEEN; i++) {
@@ -90,8 +90,8 @@ public final class ServerContext {
     }
 
     /**
-     * One call of the S group of {@code server}: {@code st} its state (null: none yet), {@code fed}
-     * its new rows ({@link Carry#INPUT}), {@code now} wall time in milliseconds. (Public for the tests,
+     * One call of the S group of {@code server}: {@code st} its state ({@link Carry#SSTATE}; null: none
+     * yet), {@code fed} its new rows ({@link Carry#input}), {@code now} wall time in milliseconds. (Public for the tests,
      * which call it with hand-made rows and clocks.)
      */
     public static Step step(Row st, List<Row> fed, long now, Carry cfg, String server) {
@@ -182,7 +182,7 @@ public final class ServerContext {
         }
         List<String> open = new ArrayList<>(heldIds);
         open.sort(Comparator.nullsFirst(Comparator.naturalOrder()));
-        Row state = Carry.state(null, keep, fin, horizon, open, new ArrayList<>(progress.values()), null);
+        Row state = Carry.sstate(keep, fin, horizon, open, new ArrayList<>(progress.values()));
         return new Step(out, state, !keep.isEmpty());
     }
 

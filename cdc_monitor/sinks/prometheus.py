@@ -275,7 +275,10 @@ def _counter_families(totals: dict[str, list[dict[str, Any]]]) -> Iterator[Metri
              ("cdc_history_rows_written", "History rows (per table and interval) written since the monitor started",
               ["server"], "history_rows"),
              ("cdc_history_late_events", "Events that arrived too late to be measured in the history", ["server"],
-              "history_late"))
+              "history_late"),
+             ("cdc_monitor_state_keys_evicted", "watch: key histories that left the state store (one per key and "
+              "partition it was held in), by reason: ttl (idle for --key-ttl) or max_keys (least recently seen "
+              "beyond [watch] max_keys)", ["reason"], "keys_evicted"))
     if "records" in totals:
         fam = CounterMetricFamily("cdc_records", "Kafka records processed since the monitor started", labels=["job"])
         for r in totals["records"]:

@@ -30,8 +30,6 @@ from cdc_monitor.checks.lag import lag_row_ms
 from cdc_monitor.checks.source_gaps import GapRow, gap_findings
 from cdc_monitor.checks.sql import sql_over
 from cdc_monitor.config import ScanConfig
-from cdc_monitor.decoding import decode_records
-from cdc_monitor.decoding.avro_wire import avro_stream_as_json
 from cdc_monitor.engine.cache import FrameCache
 from cdc_monitor.engine.census import heartbeats
 from cdc_monitor.engine.facts import census_frame, facts_from_rows
@@ -42,13 +40,14 @@ from cdc_monitor.vocabulary import TxStatus
 from cdc_monitor.watch.carry import (
     CANDIDATE,
     CONTEXT_ROLES,
-    EVICTED,
+    GAP_VALUE,
+    LEFT_ROLES,
+    MAX_KEYS,
     NEW,
     PENDING,
-    ROW,
     TAIL,
     CarrySettings,
-    kafka_rows,
+    decoded_rows,
 )
 from cdc_monitor.watch.carry import (
     FINAL as FINAL_ROLE,
@@ -61,8 +60,7 @@ if TYPE_CHECKING:
 
     from cdc_monitor.vocabulary import TopicRoles
 
-GAP_VALUE = "gap_value"  # a gap row's value (sources/kafka/gaps.py), carried past the decoder
-COORD = list(ROW[:3])  # topic, partition, offset
+COORD = ["topic", "partition", "offset"]
 # A batch of up to this many operator rows is checked in one partition (engine/cache.py), unless the
 # scan setting ``one_partition_rows`` says fewer. Lower than a scan's 25,000: one task leaves a core
 # idle (benchmarks.watch_batch, warm, 2 cores, measured when batches reused their plans: ~1k records
@@ -81,10 +79,12 @@ class WatchSettings:
     one_partition_rows: int = ONE_PARTITION_ROWS  # (and at most scan.one_partition_rows)
     transaction_servers: tuple[str, ...] = ()  # servers whose transaction topic the stream reads
     topic_partitions: tuple[tuple[str, int], ...] = ()  # (topic, partitions) of the topics it reads
+    max_keys: int = MAX_KEYS  # key histories held at most ([watch] max_keys; 0: only the TTL bounds them)
+    review_ms: int = 60_000  # a key seen is looked at again for the budget this much later
 
     def carry(self) -> CarrySettings:
         return CarrySettings(self.key_history, self.key_ttl_ms, self.await_ms, self.final_memory,
-                             self.transaction_servers, self.topic_partitions)
+                             self.transaction_servers, self.topic_partitions, self.max_keys, self.review_ms)
 
 
 @dataclass
@@ -139,8 +139,9 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
         out = cache.materialize(frame)  # the stateful operator runs once per batch, here
         clock("operator")
         # the reader's gap rows (negative offsets: sources/kafka/gaps.py) come back whole, with the
-        # per-partition facts and the census, in the one job; the checks never see them
-        gap = F.col("offset") < 0
+        # per-partition facts and the census, in the one job; the checks never see them (nor the rows
+        # of keys whose history left the store: offset -1 too)
+        gap = (F.col("offset") < 0) & ~F.col("role").isin(*LEFT_ROLES)
         census = census_frame(out, by=(F.col("role"), gap.alias("gap")), more=(F.collect_list(
             F.when(gap, F.struct("offset", F.col(GAP_VALUE).alias("value")))).alias("gaps"),)).collect()
         gaps = [GapRow.parse(r["topic"], r["partition"], g["offset"], g["value"]) for r in census for g in r["gaps"]]
@@ -149,8 +150,10 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
             out = out.where(~gap)
             _forget_reset(state, gaps)
         for r in parts:
-            if r["role"] == EVICTED and (h := state.partitions.get(_key(r["topic"], r["partition"]))):
-                h.evicted = True
+            if r["role"] in LEFT_ROLES:
+                add(state.totals.setdefault("keys_evicted", {}), (LEFT_ROLES[r["role"]],), r["n"])
+                if h := state.partitions.get(_key(r["topic"], r["partition"])):
+                    h.evicted = True
         starts = [r for r in parts if r["role"] == NEW]
         for r in starts:
             state.partitions.setdefault(_key(r["topic"], r["partition"]),
@@ -209,12 +212,12 @@ class _Clock:
 
 
 def decoded_stream(carried: DataFrame, cfg: ScanConfig) -> DataFrame:
-    """The carry operator's rows decoded, defined once on the streaming frame (Structured
-    Streaming analyses it once, not per batch): the events frame's columns, the operator's
-    ``role`` and a gap row's value (``GAP_VALUE``: what ``GapRow.parse`` reads, null elsewhere).
-    With a schema registry or Avro-JSON text, the Avro stage first (as ``carry_input``'s)."""
-    records = kafka_rows(carried).withColumn(GAP_VALUE, F.when(F.col("offset") < 0, F.col("value")))
-    return decode_records(avro_stream_as_json(records, cfg), cfg.roles, keep=("role", GAP_VALUE))
+    """The carry operator's rows as the events frame, defined once on the streaming frame (Structured
+    Streaming analyses it once, not per batch): the records were decoded once, before the operator
+    (``carry_input``); new records come with every column, context with its facts
+    (``watch/carry.py``'s ``decoded_rows``), each with the operator's ``role`` and a gap row's value
+    (``GAP_VALUE``). ``cfg``: unused since the decoding moved before the operator (kept for callers)."""
+    return decoded_rows(carried)
 
 
 def _events(out: DataFrame) -> DataFrame:
@@ -222,7 +225,8 @@ def _events(out: DataFrame) -> DataFrame:
     SQL statement over the decoded rows (``decoded_stream``), one analysis."""
     columns = [c for c in out.columns if c not in ("role", GAP_VALUE)]
     coord = set(COORD)
-    first = ", ".join(f"`{c}`" if c in coord else f"first(`{c}`) AS `{c}`" for c in columns)
+    # (a record several groups carry has the same facts in each, some left out by some: the first present)
+    first = ", ".join(f"`{c}`" if c in coord else f"first(`{c}`, true) AS `{c}`" for c in columns)
     plain = ", ".join(f"`{c}`" for c in columns)
     context = ", ".join(repr(r) for r in CONTEXT_ROLES)
     text = (f"SELECT {plain}, true AS is_new, false AS tail, false AS candidate FROM {{out}} WHERE role = '{NEW}' "

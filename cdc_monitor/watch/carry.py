@@ -50,18 +50,29 @@ if TYPE_CHECKING:
     from cdc_monitor.config import ScanConfig
 
 SEP = "\u001f"
-KEY, PARTITION, SERVER, LAG = "K", "P", "S", "L"  # the group kinds (ctx's first letter)
+KEY, PARTITION, SERVER, LAG, BUDGET = "K", "P", "S", "L", "~"  # the group kinds (ctx's first letter)
 MARKER, DATA = "marker", "data"  # what an S group is fed: a transaction marker or a data event naming a transaction
-ROW = ("topic", "partition", "offset", "key", "value", "record_us", "timestampType", "headers_json")
-# the S and L groups' fields of a fed row (null on K and P rows); record_ts_ms: an L row's order, the event's ts_ms
-FIELDS = ("skind", "status", "txn", "record_ts_ms", "tbl", "event_count", "collections")
-FED = ("ctx", *ROW, *FIELDS)  # the operator's input columns, in order (Carry.INPUT)
+# a record's facts (Carry.FACT): what the checks read from a record carried as context; row images as
+# one digest, the source block as its presence and PostgreSQL's lsn and sequence
+FACT = ("topic", "partition", "offset", "record_ts_ms", "ts_ms", "ts_ms_raw", "source_ts_ms", "source_ts_raw", "ts_us",
+        "source_ts_us", "key", "kind", "server", "table", "op", "snapshot", "snapshot_marker", "txn_id", "txn_total_order",
+        "txn_collection_order", "position", "flavour", "has_source", "source_lsn", "source_sequence", "before", "after",
+        "key_payload", "status", "marker_id", "marker_key", "marker_event_count", "marker_collections", "update_hash",
+        "value_hash", "value_schema_hash", "data_event", "change_event", "snapshot_event", "envelope", "has_message")
+SYNTHETIC = ("has_source", "source_lsn", "source_sequence")  # facts that are not events columns
+# the S and L groups' fields of a fed row (null on K and P rows); order_ts: the record time (an L row's: the event's ts_ms)
+FIELDS = ("skind", "sstatus", "txn", "order_ts", "tbl", "event_count", "collections")
+REST = "rest"  # a new record's other decoded columns (a struct; null on S and L rows and on context)
+FED = ("ctx", *FACT, *FIELDS, REST)  # the operator's input columns, in order (Carry.input)
+OUTPUT = (*FACT, REST, "role")
 OPERATOR_CLASS = "cdcmonitor.Carry"  # in cdc-monitor-operators.jar
-STATE_VERSION = 1  # Carry.VERSION: the state's format
-NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING = (
-    "new", "carried", "candidate", "tail", "final", "evicted", "pending")
-ROLES = (NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING)
+STATE_VERSION = 2  # Carry.VERSION: the state's format
+NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING, CAPPED = (
+    "new", "carried", "candidate", "tail", "final", "evicted", "pending", "capped")
+ROLES = (NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING, CAPPED)
 CONTEXT_ROLES = (CARRIED, CANDIDATE, TAIL)
+LEFT_ROLES = {EVICTED: "ttl", CAPPED: "max_keys"}  # a key's history dropped, and why (cdc_monitor_state_keys_evicted_total)
+GAP_VALUE = "gap_value"  # a gap row's value (sources/kafka/gaps.py), carried past the decoder
 STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # The session settings the query needs: the RocksDB provider (state off the JVM heap, on local
 # disk, snapshotted to the checkpoint) and no micro-batches without data (with processing-time
@@ -74,6 +85,8 @@ STREAM_CONF = {
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
     "spark.sql.streaming.minBatchesToRetain": "10",
 }
+# key histories held at most by default (docs/watch.md, "Sizing")
+MAX_KEYS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -89,11 +102,13 @@ class CarrySettings:
     # partitions of each data topic the stream reads, (topic, count) pairs: a held END waits for
     # every partition of a short collection, also those that have shown no event of a transaction
     topic_partitions: tuple[tuple[str, int], ...] = ()
+    max_keys: int = MAX_KEYS  # key histories held at most (0: only the TTL bounds them)
+    review_ms: int = 60_000  # a key seen is looked at again for the budget this much later
 
 
 def carry_operator(fed: DataFrame, cfg: CarrySettings) -> DataFrame:
     """The operator (``Carry.java``) over a frame of ``FED`` columns (``carry_input``'s): every
-    group's rows and context, each with its role (the record's columns, ``ROW``, and ``role``)."""
+    group's rows and context, each with its role (``OUTPUT``: the facts, ``rest`` and ``role``)."""
     from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 
     spark = fed.sparkSession
@@ -102,7 +117,7 @@ def carry_operator(fed: DataFrame, cfg: CarrySettings) -> DataFrame:
         op = getattr(op, part)
     try:
         settings = op(cfg.key_history, cfg.key_ttl_ms, cfg.await_ms, cfg.final_memory, list(cfg.transaction_servers),
-                      dict(cfg.topic_partitions))
+                      dict(cfg.topic_partitions), cfg.max_keys, cfg.review_ms)
     except TypeError as exc:  # py4j: a class not on the driver's classpath is a JavaPackage, not callable
         if "JavaPackage" not in str(exc):
             raise
@@ -118,21 +133,20 @@ def carry_stream(stream: DataFrame, cfg: CarrySettings, scan: ScanConfig) -> Dat
 
 
 def carry_input(stream: DataFrame, scan: ScanConfig) -> DataFrame:
-    """What the operator is fed (``FED``): each raw record once per context group it belongs to
-    (``ctx``): the record's columns and, for the server and table groups, the fields they read
-    (``FIELDS``; null for key and partition groups). With a schema registry, keys and values are
-    decoded from Avro first (schemas fetched by id where first met), so keys and transactions are
-    grouped as for JSON. (A frame of records, streaming or not.)"""
+    """What the operator is fed (``FED``): each record decoded once, then once per context group it
+    belongs to (``ctx``): its facts, for the server and table groups the fields they read
+    (``FIELDS``; null for key and partition groups) and, for its key or partition group, the rest
+    of its decoded columns. With a schema registry, keys and values are decoded from Avro first
+    (schemas fetched by id where first met). (A frame of records, streaming or not.)
+
+    Row images become one digest here, for new records and context alike: the checks compare
+    images only through ``checks.ordering.CONTENT_HASH`` (and their presence), which reads the
+    digests as it read the images; ``value_hash``, which that hash reads only without a position,
+    likewise only then."""
     from cdc_monitor.decoding.avro_wire import avro_stream_as_json
 
-    raw = stream.withColumns({
-        "raw_key": F.col("key"), "raw_value": F.col("value"), "record_us": F.unix_micros("timestamp"),
-        "raw_tstype": F.col("timestampType"),
-        "headers_json": F.to_json(F.transform("headers", lambda h: F.struct(h["key"].alias("key"),
-                                                                              F.base64(h["value"]).alias("value")))),
-    })
-    ev = with_lag(decode_records(avro_stream_as_json(raw, scan), scan.roles,
-                                 keep=("raw_key", "raw_value", "record_us", "raw_tstype", "headers_json")))
+    records = stream.withColumn(GAP_VALUE, F.when(F.col("offset") < 0, F.col("value")))
+    ev = with_lag(decode_records(avro_stream_as_json(records, scan), scan.roles, keep=(GAP_VALUE,)))
     keyed = F.col("kind").isin("data", "tombstone") & F.col("decode_error").isNull() & F.col("key_payload").isNotNull()
     tp = [F.col("topic"), F.col("partition").cast("string")]
     marker = ((F.col("kind") == "transaction") & F.col("decode_error").isNull() & F.col("status").isin("BEGIN", "END")
@@ -150,27 +164,57 @@ def carry_input(stream: DataFrame, scan: ScanConfig) -> DataFrame:
                  .alias("ctx"), F.col("ts_ms").alias("order_ts")),
     )
     end = marker & (F.col("status") == "END")
-    fields = {
+    fields: dict[str, Any] = {
         "skind": F.when(marker, F.lit(MARKER)).when(in_txn, F.lit(DATA)),
-        "status": F.when(marker, F.col("status")),
+        "sstatus": F.when(marker, F.col("status")),
         "txn": F.coalesce(F.when(marker, F.col("marker_key")), F.col("txn_key")),
         "tbl": F.when(in_txn, F.col("table")),
         "event_count": F.when(end, F.col("marker_event_count")),
         "collections": F.when(end, F.col("marker_collections")),
     }
-    grouped = F.col("ctx").startswith(SERVER) | F.col("ctx").startswith(LAG)  # K and P rows need none of FIELDS
+    images = F.xxhash64("before", "after").cast("string")
+    pg = F.col("flavour") == "postgresql"
+    derived = {
+        "has_source": F.col("source").isNotNull(),
+        "source_lsn": F.when(pg, F.col("source.lsn")),
+        "source_sequence": F.when(pg, F.col("source.sequence")),
+        "before": F.when(F.col("before").isNotNull(), images),
+        "after": F.when(F.col("after").isNotNull(), F.when(F.col("before").isNotNull(), F.lit("")).otherwise(images)),
+        "value_hash": F.when(F.col("position").isNull(), F.col("value_hash")),
+    }
+    lag = ("source_ts_valid", "lag_ms", "record_lag_ms")  # (with_lag's: the L groups' choice, not event columns)
+    rest = F.struct(*[c for c in ev.columns if c not in FACT and c not in lag])
+    grouped = F.col("c.ctx").startswith(SERVER) | F.col("c.ctx").startswith(LAG)  # K and P rows need none of FIELDS
     return ev.select(
         F.explode(F.filter(ctxs, lambda c: c["ctx"].isNotNull())).alias("c"),
-        "topic", "partition", "offset", F.col("raw_key").alias("key"), F.col("raw_value").alias("value"), "record_us",
-        F.col("raw_tstype").alias("timestampType"), "headers_json", *[v.alias(k) for k, v in fields.items()],
-    ).select(F.col("c.ctx").alias("ctx"), "*", F.col("c.order_ts").alias("record_ts_ms")).select(
-        "ctx", *ROW, *[F.when(grouped, F.col(c)).alias(c) for c in FIELDS])
+        *[derived.get(c, F.col(c)).alias(c) for c in FACT], *[v.alias("f_" + k) for k, v in fields.items()],
+        rest.alias(REST),
+    ).select(
+        F.col("c.ctx").alias("ctx"), *FACT,
+        *[F.when(grouped, F.col("c.order_ts") if c == "order_ts" else F.col("f_" + c)).alias(c) for c in FIELDS],
+        F.when(~grouped, F.col(REST)).alias(REST),
+    )
 
 
-def kafka_rows(frame: DataFrame) -> DataFrame:
-    """Operator output rows back in the Kafka source's shape (plus the role flags)."""
-    headers = F.from_json("headers_json", "array<struct<key:string,value:string>>")
-    return frame.select(
-        "key", "value", "topic", "partition", "offset", F.timestamp_micros("record_us").alias("timestamp"), "timestampType",
-        F.transform(headers, lambda h: F.struct(h["key"].alias("key"), F.unbase64(h["value"]).alias("value")))
-        .alias("headers"), *[c for c in frame.columns if c not in ROW])
+def decoded_rows(carried: DataFrame) -> DataFrame:
+    """The operator's rows as the events frame (decoding/events.py's columns) with ``role`` and a gap
+    row's value (``GAP_VALUE``: what ``GapRow.parse`` reads, null elsewhere). New records have every
+    column; context records their facts (the other columns null, the source block only its
+    presence and PostgreSQL's lsn and sequence, the transaction key from the id)."""
+    from cdc_monitor.decoding.envelope import SOURCE_FIELDS
+    from cdc_monitor.decoding.events import txn_key
+
+    rest = F.col(REST)
+    fields = [f.name for f in carried.schema[REST].dataType.fields]
+    context = F.when(F.col("has_source"), F.struct(*[
+        (F.col("source_lsn") if f == "lsn" else F.col("source_sequence") if f == "sequence" else F.lit(None).cast("string"))
+        .alias(f) for f in SOURCE_FIELDS]))
+    special = {
+        "source": F.when(rest.isNotNull(), rest["source"]).otherwise(context),
+        "txn_key": F.when(rest.isNotNull(), rest["txn_key"]).otherwise(txn_key(F.col("txn_id"))),
+    }
+    return carried.select(
+        *[c for c in FACT if c not in SYNTHETIC],
+        *[special.get(f, rest[f]).alias(f) for f in fields],
+        "role",
+    )

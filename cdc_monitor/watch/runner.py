@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 TOTAL_LABELS = {"events": ("server", "table", "op"), "transactions": ("server", "status"),
                 "findings": ("server", "table", "check", "rule", "severity"),
-                "history_rows": ("server",), "history_late": ("server",)}  # (watch --history)
+                "history_rows": ("server",), "history_late": ("server",),  # (watch --history)
+                "keys_evicted": ("reason",)}
 
 
 @dataclass

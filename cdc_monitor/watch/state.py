@@ -58,13 +58,15 @@ def add(totals: dict[str, int], key: tuple[Any, ...], n: int) -> None:
 
 
 # The shape of the streaming query's state (its stateful operators, their keys and state schemas):
-# Spark cannot resume a checkpoint written by a query of another shape. 3: one JVM operator carries
-# every group (watch/carry.py; its state stamped Carry.VERSION); 2: the JVM key-history operator
-# chained with a Python server/table operator; 1: one Python operator for every group.
-LAYOUT = 3
+# Spark cannot resume a checkpoint written by a query of another shape. 4: one JVM operator carries
+# every group as narrow facts in compact bytes (watch/carry.py; Carry.VERSION 2); 3: the same operator
+# holding whole Kafka records (Carry.VERSION 1); 2: the JVM key-history operator chained with a Python
+# server/table operator; 1: one Python operator for every group.
+LAYOUT = 4
 EARLIER = {
     "1": "its state in one Python operator",
     "2": "transactions and lag tails carried by a Python operator",
+    "3": "whole Kafka records carried as its state",
 }
 
 
