@@ -10,7 +10,12 @@ Measured 2026-11-24 (2 cores, 1M keys, 50 batches of 20k): driver Python RSS 122
 state 980,001 rows (49th batch), JVM 1.8 GB -> at most 3.1 GB, batches 27-36 s (~660 records/s).
 With the key histories on the JVM (``--keys 200000``, old and new code back to back): warm batches
 16.1-19.8 s -> 8.2-11.7 s, 209.5 s -> 122.2 s in all, driver Python RSS 122.9-123.9 MB either way.
-Usage: python -m benchmarks.watch_keys [--keys 1000000] [--batch 20000]"""
+With ``--bytes``: the checkpoint after the last batch, on disk, per state row (the issue's "state
+bytes per live key": the whole Spark checkpoint folder, state and its retained versions included,
+over ``numRowsTotal``), with ``--changelog`` (RocksDB changelog checkpointing) and ``--retain N``
+(``spark.sql.streaming.minBatchesToRetain``) to compare the settings. Runs with an older tree's
+``cdc_monitor`` too (``cd TREE && PYTHONPATH=TREE python /path/to/benchmarks/watch_keys.py``).
+Usage: python -m benchmarks.watch_keys [--keys 1000000] [--batch 20000] [--bytes] [--changelog] [--retain N]"""
 
 from __future__ import annotations
 
@@ -57,7 +62,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=20_000)
+    ap.add_argument("--bytes", action="store_true", help="the checkpoint's bytes per state row after the last batch")
+    ap.add_argument("--changelog", action="store_true", help="RocksDB changelog checkpointing on")
+    ap.add_argument("--retain", type=int, help="spark.sql.streaming.minBatchesToRetain")
     args = ap.parse_args()
+    from cdc_monitor.watch import carry
+
+    if args.changelog:  # (the dict run_stream sets on the session)
+        carry.STREAM_CONF["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] = "true"
+    if args.retain:
+        carry.STREAM_CONF["spark.sql.streaming.minBatchesToRetain"] = str(args.retain)
     from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.watch.batch import WatchSettings
     from cdc_monitor.watch.runner import driver_rss
@@ -84,8 +98,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cdc-watch-keys-") as tmp:
         batches = range(0, args.keys, args.batch)
         stage([insert_frame(spark, first, min(args.batch, args.keys - first)) for first in batches], Path(tmp) / "in")
-        run_stream(spark, Path(tmp) / "in", Path(tmp) / "ckpt", WatchSettings(), observe=observe)
-    took = time.perf_counter() - started
+        progress: list = []
+        run_stream(spark, Path(tmp) / "in", Path(tmp) / "ckpt", WatchSettings(), observe=observe, progress=progress)
+        took = time.perf_counter() - started
+        spark_dir = Path(tmp) / "ckpt" / "spark"
+        disk = sum(p.stat().st_size for p in spark_dir.rglob("*") if p.is_file())
+        state_disk = sum(p.stat().st_size for p in (spark_dir / "state").rglob("*") if p.is_file())
+        last_rows = sum(o.get("numRowsTotal", 0) for o in (progress[-1].get("stateOperators") or []))
+    if args.bytes:
+        print(json.dumps({"keys": args.keys, "batches": len(rows), "state_rows": last_rows,
+                          "checkpoint_bytes": disk, "state_bytes": state_disk,
+                          "checkpoint_bytes_per_row": round(disk / max(last_rows, 1), 1),
+                          "changelog": args.changelog, "retain": carry.STREAM_CONF["spark.sql.streaming.minBatchesToRetain"],
+                          "seconds": round(took, 1)}, indent=1))
     first, last = rows[0], rows[-1]
     print(json.dumps({"keys": args.keys, "batches": len(rows), "seconds": round(took, 1),
                       "records_per_s": round(args.keys / took),

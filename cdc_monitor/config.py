@@ -67,6 +67,7 @@ class ScanConfig:
     history: str | None = None
     history_interval_ms: int = 300_000
     history_lateness_ms: int = 60_000  # watch: how long after an interval's end its records may still arrive
+    watch_max_keys: int | None = None  # watch: [watch] max_keys (None: watch/carry.py's MAX_KEYS)
     anomaly_sensitivity: float = 6.0  # the band is the baseline's median +- this many (scaled) MADs
     anomaly_baseline_intervals: int = 24  # N: the last N intervals the baseline reads
     anomaly_min_intervals: int = 8  # fewer in the history: no verdict
@@ -86,7 +87,8 @@ class ScanConfig:
 
 
 # the config file's tables besides [scan] (each read on its own; a bare key of the same name is not a setting)
-TABLES = ("tables", "spark", "kafka", "schema_registry", "openlineage", "history")
+TABLES = ("tables", "spark", "kafka", "schema_registry", "openlineage", "history", "watch")
+WATCH_SETTINGS = ("max_keys",)
 
 
 def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
@@ -135,6 +137,16 @@ def _from_mapping(data: dict[str, Any], origin: str) -> dict[str, Any]:
         out["openlineage"] = dict(data["openlineage"])
     if isinstance(data.get("history"), dict):
         out |= history_settings(data["history"], origin)
+    if isinstance(data.get("watch"), dict):
+        unknown = set(data["watch"]) - set(WATCH_SETTINGS)
+        if unknown:
+            raise UsageError(f"{origin}: unknown [watch] setting(s) {', '.join(sorted(unknown))}; known: "
+                             f"{', '.join(WATCH_SETTINGS)}")
+        if "max_keys" in data["watch"]:
+            value = data["watch"]["max_keys"]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise UsageError(f"{origin}: [watch] max_keys must be a whole number of keys (0: no cap), not {value!r}")
+            out["watch_max_keys"] = value
     return out
 
 

@@ -13,7 +13,7 @@ from pyspark.sql import types as T
 from pyspark.sql.classic.dataframe import DataFrame
 
 from cdc_monitor.cli.main import cli
-from cdc_monitor.watch.carry import CANDIDATE, CARRIED, DATA, FED, FINAL, MARKER, PENDING, ROW, TAIL
+from cdc_monitor.watch.carry import CANDIDATE, CARRIED, DATA, FACT, FED, FINAL, MARKER, PENDING, STATE_VERSION, TAIL
 from cdc_monitor.watch.state import LAYOUT
 
 S = 1000  # the clock in milliseconds: S per second
@@ -31,12 +31,14 @@ class Group:
 
     def __call__(self, rows: list[dict], now: float) -> dict[str | None, list[int]]:
         step = self.jvm.cdcmonitor.ServerContext.step(self.state, fed(self.spark, rows), int(now * S), self.cfg, self.server)
-        self.state = step.state()
-        return roles(py_rows(self.spark, step.out(), self.jvm.cdcmonitor.Carry.OUTPUT))
+        # kept as the operator keeps it (compact bytes) and read back
+        carry = self.jvm.cdcmonitor.Carry
+        self.state = carry.unpack(carry.pack(step.state(), carry.SSTATE), carry.SSTATE)
+        return roles(py_rows(self.spark, step.out(), output(self.jvm)))
 
     @property
     def st(self) -> dict:
-        return py_rows(self.spark, [self.state], self.jvm.cdcmonitor.Carry.STATE)[0].asDict(recursive=True)
+        return py_rows(self.spark, [self.state], self.jvm.cdcmonitor.Carry.SSTATE)[0].asDict(recursive=True)
 
     def held(self, skind: str | None = None) -> list[int]:
         return sorted(r["offset"] for r in self.st["rows"] if skind is None or r["skind"] == skind)
@@ -46,10 +48,15 @@ def schema(jschema) -> T.StructType:
     return T.StructType.fromJson(__import__("json").loads(jschema.json()))
 
 
+def output(jvm):
+    return jvm.cdcmonitor.Carry.output(jvm.org.apache.spark.sql.types.StructType())
+
+
 def fed(spark, rows: list[dict]):
-    """Rows as the operator is fed them (``carry_input``), as Java Rows."""
+    """Rows as the operator is fed them (``carry_input``), as Java Rows (no ``rest``: S and L rows have none)."""
+    jvm = spark._jvm
     frame = spark.createDataFrame([tuple(r.get(c) for c in FED) for r in rows],
-                                  schema(spark._jvm.cdcmonitor.Carry.INPUT))
+                                  schema(jvm.cdcmonitor.Carry.input(jvm.org.apache.spark.sql.types.StructType())))
     return frame._jdf.collectAsList()
 
 
@@ -61,27 +68,27 @@ def py_rows(spark, rows, jschema) -> list:
 
 
 def roles(out: list) -> dict[str | None, list[int]]:
-    """Offsets per role of a group's output rows (ROW + role)."""
+    """Offsets per role of a group's output rows (FACT, rest, role)."""
     got: dict[str | None, list[int]] = {}
     for r in out:
-        assert tuple(r.asDict())[:len(ROW)] == ROW
+        assert tuple(r.asDict())[:len(FACT)] == FACT
         got.setdefault(r["role"], []).append(r["offset"])
     return got
 
 
 def rec(ctx: str, topic: str, partition: int, offset: int, **fields) -> dict:
-    return {"ctx": ctx, "topic": topic, "partition": partition, "offset": offset, "key": b'{"id":1}', "value": b"\xff{v}",
-            "record_us": offset * 1000, "timestampType": 0, "headers_json": None, **fields}
+    return {"ctx": ctx, "topic": topic, "partition": partition, "offset": offset, "key": '{"id":1}',
+            "record_ts_ms": offset, "kind": "data", **fields}
 
 
 def marker(offset: int, status: str, txn: str, ts: int, counts: dict | None = None) -> dict:
     colls = None if counts is None else [(c, n) for c, n in counts.items()]
-    return rec("S\u001fs", "s.transaction", 0, offset, skind=MARKER, status=status, txn=txn, record_ts_ms=ts,
+    return rec("S\u001fs", "s.transaction", 0, offset, kind="transaction", skind=MARKER, sstatus=status, txn=txn, order_ts=ts,
                event_count=None if counts is None else sum(counts.values()), collections=colls)
 
 
 def data(offset: int, txn: str, ts: int, partition: int = 0) -> dict:
-    return rec("S\u001fs", "s.t", partition, offset, skind=DATA, txn=txn, record_ts_ms=ts, tbl="db.t")
+    return rec("S\u001fs", "s.t", partition, offset, skind=DATA, txn=txn, order_ts=ts, tbl="db.t")
 
 
 def test_server_keeps_open_transactions_and_orphan_candidates_and_remembers_final_ones(spark):
@@ -91,7 +98,7 @@ def test_server_keeps_open_transactions_and_orphan_candidates_and_remembers_fina
     assert out == {}  # nothing held yet; new records are emitted by their key's group
     # txn 1 is complete (final), txn 2 is open (its BEGIN and event kept), txn 9 is on no marker and
     # later than the transaction topic: an orphan candidate
-    assert g.st["open"] == ["2"] and g.st["final"] == ["1"] and g.st["horizon"] == 120 and g.st["v"] == 1
+    assert g.st["open"] == ["2"] and g.st["final"] == ["1"] and g.st["horizon"] == 120
     assert g.held() == [2, 11, 12]
     # next batch: BEGIN of txn 3 makes txn 2 final (missing_end); markers pass 500 so the candidate is judged
     out = g([marker(3, "BEGIN", "3", 600), data(13, "1", 130)], now=1001.0)
@@ -178,21 +185,21 @@ def test_final_memory_is_bounded(spark):
 def tail(spark, held, rows: list[dict]):
     out = spark._jvm.java.util.ArrayList()
     kept = spark._jvm.cdcmonitor.Carry.tail(held, fed(spark, rows), out)
-    return roles(py_rows(spark, out, spark._jvm.cdcmonitor.Carry.OUTPUT)), kept
+    return roles(py_rows(spark, out, output(spark._jvm))), kept
 
 
 def test_tail_keeps_the_newest_change_event_per_table(spark):
     lag = "L\u001fs\u001fdb.t"
-    out, held = tail(spark, None, [rec(lag, "t", 0, 1, record_ts_ms=50), rec(lag, "t", 1, 7, record_ts_ms=40)])
+    out, held = tail(spark, None, [rec(lag, "t", 0, 1, order_ts=50), rec(lag, "t", 1, 7, order_ts=40)])
     assert out == {} and held.getLong(2) == 1
-    out, held = tail(spark, held, [rec(lag, "t", 1, 8, record_ts_ms=45)])
+    out, held = tail(spark, held, [rec(lag, "t", 1, 8, order_ts=45)])
     assert out == {TAIL: [1]} and held.getLong(2) == 1  # an older event does not replace it
-    out, held = tail(spark, held, [rec(lag, "t", 0, 1, record_ts_ms=30)])  # the topic created again: offset 1 anew
-    assert out == {} and held.getLong(2) == 1 and held.getLong(len(ROW)) == 30  # the earlier log's event is not carried
+    out, held = tail(spark, held, [rec(lag, "t", 0, 1, order_ts=30)])  # the topic created again: offset 1 anew
+    assert out == {} and held.getLong(2) == 1 and held.getLong(len(FACT)) == 30  # the earlier log's event is not carried
 
 
 @pytest.mark.parametrize("old", [None, "state beside the checkpoint", "one Python operator", "a Python server operator",
-                                 "Spark's checkpoint only", "this layout"])
+                                 "whole records as state", "Spark's checkpoint only", "this layout"])
 def test_a_checkpoint_of_the_earlier_format_is_refused_before_spark(tmp_path, old):
     state = tmp_path / "cdc-state"
     state.mkdir()
@@ -203,6 +210,9 @@ def test_a_checkpoint_of_the_earlier_format_is_refused_before_spark(tmp_path, ol
     elif old == "a Python server operator":
         (state / "state.json").write_text("{}")
         (state / "layout").write_text("2\n")
+    elif old == "whole records as state":  # (Carry.VERSION 1: the JVM operator holding whole Kafka records)
+        (state / "state.json").write_text("{}")
+        (state / "layout").write_text("3\n")
     elif old == "Spark's checkpoint only":
         (tmp_path / "spark" / "commits").mkdir(parents=True)
         (tmp_path / "spark" / "commits" / "0").write_text("v1\n{}")
@@ -215,18 +225,24 @@ def test_a_checkpoint_of_the_earlier_format_is_refused_before_spark(tmp_path, ol
     assert ("new --checkpoint" in result.output) == refused
     if old == "a Python server operator":
         assert "Python operator" in result.output and len(result.output.strip().splitlines()) == 1
+    if old == "whole records as state":
+        assert "whole Kafka records" in result.output and len(result.output.strip().splitlines()) == 1
 
 
 def test_a_state_of_another_format_version_is_refused_with_what_to_do(spark):
     jvm = spark._jvm
     g = Group(spark)
     g([marker(0, "BEGIN", "1", 100)], now=0.0)
-    assert jvm.cdcmonitor.Carry.checked(g.state).getInt(0) == jvm.cdcmonitor.Carry.VERSION
+    kept = jvm.cdcmonitor.Carry.pack(g.state, jvm.cdcmonitor.Carry.SSTATE)
+    assert jvm.cdcmonitor.Carry.checked(kept).getInt(0) == jvm.cdcmonitor.Carry.VERSION == STATE_VERSION == 2
+    # version 1: the operator that held whole Kafka records (its state had 8 fields, the version first)
     fields = spark.sparkContext._gateway.new_array(jvm.java.lang.Object, 8)
-    fields[0] = 2  # a later (or earlier) format
+    fields[0] = 1
     other = jvm.org.apache.spark.sql.RowFactory.create(fields)
-    with pytest.raises(Exception, match=r"format version 2, this cdc-monitor reads version 1: start watch with a new --checkpoint"):
+    with pytest.raises(Exception, match=r"format version 1, this cdc-monitor reads version 2: start watch with a new --checkpoint"):
         jvm.cdcmonitor.Carry.checked(other)
+    with pytest.raises(Exception, match=r"format version 1, this cdc-monitor reads version 2"):
+        jvm.cdcmonitor.Carry.unpack(other, jvm.cdcmonitor.Carry.SSTATE)
 
 
 # A checkpoint written by the watch before this operator (5cea2be: the server and table groups in a

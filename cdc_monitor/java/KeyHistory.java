@@ -29,8 +29,10 @@ import org.apache.spark.sql.streaming.GroupState;
  * evenly over the state partitions; each partition's {@code ~} group counts the keys seen in each batch
  * (an upper bound of the keys last seen then) and sets the horizon: the oldest batch time from which the
  * keys seen add up to no more than the partition's share. A key last seen before the horizon is capped
- * when its timeout comes: a key seen is looked at again {@code reviewMs} later, then when the horizon
- * should have passed it (at the pace it advanced so far), and at its TTL at the latest.
+ * when its timeout comes: a key seen is looked at again {@code reviewMs} later, then after half the time the
+ * horizon would take to pass it at the pace it advanced so far (again and again as it nears), and at its
+ * TTL at the latest. So a partition holds at most its share, plus the keys seen within a review (or the
+ * keys of one batch, when they alone are more).
  */
 final class KeyHistory {
     private KeyHistory() {
@@ -129,10 +131,12 @@ final class KeyHistory {
         if (cfg.maxKeys <= 0 || cfg.horizon == null) {
             return cfg.ttlMs;
         }
+        // half the time the horizon would take at the pace it moved so far (it can speed up: a key is
+        // looked at a few more times as the horizon nears it, and capped within a review of passing it)
         if (cfg.horizon.at == NONE) {
-            return Math.max(cfg.reviewMs, cfg.horizon.fullIn);
+            return Math.max(cfg.reviewMs, cfg.horizon.fullIn / 2);
         }
-        return Math.max(cfg.reviewMs, seen - cfg.horizon.at);  // the horizon moves at about the pace of time
+        return Math.max(cfg.reviewMs, (seen - cfg.horizon.at) / 2);
     }
 
     /** The budget group of a state partition: this batch's keys added to what it saw, the horizon set. */

@@ -58,7 +58,10 @@ def run(settings: Settings, log: Callable[[str], None] | None = None) -> Outcome
     with BrokerInspector(opts) as insp:  # unreachable broker or no topic: exit 2 before Spark starts
         existing = insp.topics()
         chosen = select_topics(opts, existing)
+    from cdc_monitor.watch.carry import MAX_KEYS
+
     batch_settings = WatchSettings(scan=cfg, key_ttl_ms=settings.key_ttl_ms, grace_ms=settings.grace_ms,
+                                   max_keys=MAX_KEYS if cfg.watch_max_keys is None else cfg.watch_max_keys,
                                    transaction_servers=cfg.roles.transaction_servers(chosen),
                                    topic_partitions=tuple((t, existing[t]) for t in chosen))
     if log is not None:

@@ -104,3 +104,16 @@ def test_fail_on_counts_findings_at_or_above_the_severity():
     result = ScanResult(window={}, summary={}, events_by_table=[],
                         findings_by_rule={"error": {"invalid_json": 2}, "warning": {"lag_spike": 3}, "info": {"x": 4}})
     assert [result.worst_count(f) for f in ("error", "warning", "never")] == [2, 5, 0]
+
+
+def test_watch_max_keys_from_the_config_file(tmp_path):
+    cfg_file = tmp_path / "c.toml"
+    cfg_file.write_text("[watch]\nmax_keys = 250000\n")
+    assert load_config(str(cfg_file), env={}).watch_max_keys == 250000
+    assert load_config(None, env={}).watch_max_keys is None  # (watch/carry.py's MAX_KEYS)
+    cfg_file.write_text("[watch]\nmax_keys = -1\n")
+    with pytest.raises(UsageError, match=r"\[watch\] max_keys must be a whole number"):
+        load_config(str(cfg_file), env={})
+    cfg_file.write_text("[watch]\nmax_key = 5\n")
+    with pytest.raises(UsageError, match=r"unknown \[watch\] setting"):
+        load_config(str(cfg_file), env={})

@@ -25,9 +25,9 @@ def _says() -> dict[str, list[str]]:
 def test_the_operator_names_the_roles_kinds_and_columns_watch_reads():
     said = _says()
     assert said["roles"] == list(carry.ROLES)
-    assert said["kinds"] == [carry.KEY, carry.PARTITION, carry.SERVER, carry.LAG]
+    assert said["kinds"] == [carry.KEY, carry.PARTITION, carry.SERVER, carry.LAG, carry.BUDGET]
     assert said["skinds"] == [carry.MARKER, carry.DATA]
     assert said["sep"] == [str(ord(carry.SEP))]
     assert said["input"] == list(carry.FED)
-    assert said["output"] == [*carry.ROW, "role"]
+    assert said["output"] == list(carry.OUTPUT)
     assert said["version"] == [str(carry.STATE_VERSION)]
