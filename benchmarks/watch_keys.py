@@ -65,6 +65,9 @@ def main() -> None:
     ap.add_argument("--bytes", action="store_true", help="the checkpoint's bytes per state row after the last batch")
     ap.add_argument("--changelog", action="store_true", help="RocksDB changelog checkpointing on")
     ap.add_argument("--retain", type=int, help="spark.sql.streaming.minBatchesToRetain")
+    ap.add_argument("--traffic", action="store_true",
+                    help="instead of inserts: the generator's MySQL traffic (schemas, updates, deletes, transactions) "
+                         "of --keys events, in batches of --batch records")
     args = ap.parse_args()
     from cdc_monitor.watch import carry
 
@@ -96,8 +99,13 @@ def main() -> None:
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
 
     with tempfile.TemporaryDirectory(prefix="cdc-watch-keys-") as tmp:
-        batches = range(0, args.keys, args.batch)
-        stage([insert_frame(spark, first, min(args.batch, args.keys - first)) for first in batches], Path(tmp) / "in")
+        if args.traffic:
+            from tests.support.watch_stream import stage_stream
+
+            stage_stream(spark, Path(tmp), events=args.keys, batch=args.batch)
+        else:
+            batches = range(0, args.keys, args.batch)
+            stage([insert_frame(spark, first, min(args.batch, args.keys - first)) for first in batches], Path(tmp) / "in")
         progress: list = []
         run_stream(spark, Path(tmp) / "in", Path(tmp) / "ckpt", WatchSettings(), observe=observe, progress=progress)
         took = time.perf_counter() - started

@@ -143,7 +143,6 @@ def test_more_keys_than_max_keys_are_capped_counted_and_no_finding_is_false(spar
     # batch can end with the keys it brought beyond the budget, never more (without it: every key)
     most = max(o.records for o in outcomes)
     assert len(held) == len(outcomes) and max(held) <= max_keys + most < len(keys), (held, most)
-    assert sum(held[len(held) // 2:]) / len(held[len(held) // 2:]) <= max_keys, held
     capped = state.totals.get("keys_evicted", {}).get("max_keys", 0)
     assert capped >= len(keys) - max_keys - most
     assert sum(rule_totals(state).values()) == 0, rule_totals(state)
