@@ -12,10 +12,11 @@ With the key histories on the JVM (``--keys 200000``, old and new code back to b
 16.1-19.8 s -> 8.2-11.7 s, 209.5 s -> 122.2 s in all, driver Python RSS 122.9-123.9 MB either way.
 With ``--bytes``: the checkpoint after the last batch, on disk, per state row (the issue's "state
 bytes per live key": the whole Spark checkpoint folder, state and its retained versions included,
-over ``numRowsTotal``), with ``--changelog`` (RocksDB changelog checkpointing) and ``--retain N``
+over ``numRowsTotal``), with ``--changelog on|off`` (RocksDB changelog checkpointing) and ``--retain N``
 (``spark.sql.streaming.minBatchesToRetain``) to compare the settings. Runs with an older tree's
 ``cdc_monitor`` too (``cd TREE && PYTHONPATH=TREE python /path/to/benchmarks/watch_keys.py``).
-Usage: python -m benchmarks.watch_keys [--keys 1000000] [--batch 20000] [--bytes] [--changelog] [--retain N]"""
+Usage: python -m benchmarks.watch_keys [--keys 1000000] [--batch 20000] [--traffic] [--bytes] [--changelog on|off]
+[--retain N]"""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=20_000)
     ap.add_argument("--bytes", action="store_true", help="the checkpoint's bytes per state row after the last batch")
-    ap.add_argument("--changelog", action="store_true", help="RocksDB changelog checkpointing on")
+    ap.add_argument("--changelog", choices=["on", "off"], help="RocksDB changelog checkpointing (default: the tree's)")
     ap.add_argument("--retain", type=int, help="spark.sql.streaming.minBatchesToRetain")
     ap.add_argument("--traffic", action="store_true",
                     help="instead of inserts: the generator's MySQL traffic (schemas, updates, deletes, transactions) "
@@ -71,8 +72,9 @@ def main() -> None:
     args = ap.parse_args()
     from cdc_monitor.watch import carry
 
+    changelog = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
     if args.changelog:  # (the dict run_stream sets on the session)
-        carry.STREAM_CONF["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] = "true"
+        carry.STREAM_CONF[changelog] = "true" if args.changelog == "on" else "false"
     if args.retain:
         carry.STREAM_CONF["spark.sql.streaming.minBatchesToRetain"] = str(args.retain)
     from cdc_monitor.runtime.session import get_spark
@@ -117,7 +119,8 @@ def main() -> None:
         print(json.dumps({"keys": args.keys, "batches": len(rows), "state_rows": last_rows,
                           "checkpoint_bytes": disk, "state_bytes": state_disk,
                           "checkpoint_bytes_per_row": round(disk / max(last_rows, 1), 1),
-                          "changelog": args.changelog, "retain": carry.STREAM_CONF["spark.sql.streaming.minBatchesToRetain"],
+                          "changelog": carry.STREAM_CONF.get(changelog, "false"),
+                          "retain": carry.STREAM_CONF["spark.sql.streaming.minBatchesToRetain"],
                           "seconds": round(took, 1)}, indent=1))
     first, last = rows[0], rows[-1]
     print(json.dumps({"keys": args.keys, "batches": len(rows), "seconds": round(took, 1),

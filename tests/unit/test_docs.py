@@ -7,7 +7,7 @@ import re
 from dataclasses import fields
 from pathlib import Path
 
-from cdc_monitor.config import HISTORY_SETTINGS, ScanConfig
+from cdc_monitor.config import HISTORY_SETTINGS, WATCH_SETTINGS, ScanConfig
 from cdc_monitor.engine.census import KINDS
 from cdc_monitor.pipeline import ScanResult
 
@@ -47,11 +47,14 @@ def test_every_setting_and_environment_variable_is_documented():
                 "stall_threshold_ms"}  # (documented as lag_threshold and stall_threshold: durations)
     internal |= {"spark_remote"}  # (documented as [spark] remote)
     internal |= set(HISTORY_SETTINGS.values()) - {"history"}  # (documented by their [history] keys, below)
+    internal |= {"watch_max_keys"}  # (documented as [watch] max_keys, below)
     settings = [f.name for f in fields(ScanConfig) if f.name not in internal]
     missing = [s for s in settings if f"{s} =" not in page and f"[{s}]" not in page]
     assert not missing, missing
     history = page[page.index("[history]"):]
     assert not [k for k in HISTORY_SETTINGS if f"\n{k} =" not in history], "a [history] setting is not documented"
+    watch = page[page.index("[watch]"):]
+    assert not [k for k in WATCH_SETTINGS if f"\n{k} =" not in watch], "a [watch] setting is not documented"
     code = "\n".join(p.read_text() for p in (ROOT / "cdc_monitor").rglob("*.py"))
     variables = set(re.findall(r"CDC_MONITOR_[A-Z_]*[A-Z]", code)) - {"CDC_MONITOR_JVM_LOG"}  # set for the driver's own use
     undocumented = [v for v in sorted(variables) if v not in page and not v.startswith("CDC_MONITOR_KAFKA_")]
