@@ -46,12 +46,22 @@ def _dump(value: dict) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def hot_key(n: int) -> Iterator[str]:
+def _padded(key: dict, pad: int) -> dict:
+    """``key`` with a text field of ``pad`` characters (in its schema too): a wide key makes each record
+    of a group that much larger when a group is held whole (tests/test_large_groups.py)."""
+    if pad:
+        key["schema"]["fields"].append({"type": "string", "optional": False, "field": "pad"})
+        key["payload"]["pad"] = "k" * pad
+    return key
+
+
+def hot_key(n: int, pad: int = 0) -> Iterator[str]:
     """One key of one partition updated ``n`` times (no transaction block), record time 1 ms apart:
     the key pass's one group. A scan finds one ``missing_create`` (the partition starts at offset 0)."""
     update, _, _, _ = _templates()
     value = json.loads(update["payload"])
     value["payload"]["transaction"] = None
+    update = dict(update, key=_dump(_padded(json.loads(update["key"]), pad)))
     for i in range(n):
         p = value["payload"]
         p["source"]["pos"], p["source"]["ts_ms"], p["ts_ms"] = 1000 + i * 100, T0 + i, T0 + i + 50
@@ -59,7 +69,7 @@ def hot_key(n: int) -> Iterator[str]:
         yield json.dumps(dict(update, partition=0, offset=i, ts=T0 + i + 60, payload=_dump(value)))
 
 
-def one_transaction(n: int) -> Iterator[str]:
+def one_transaction(n: int, pad: int = 0) -> Iterator[str]:
     """One transaction of ``n`` inserts of distinct keys over three partitions, its BEGIN and its END
     (event_count ``n``): the transaction pass's one group. A scan finds nothing."""
     _, create, begin, end = _templates()
@@ -71,7 +81,7 @@ def one_transaction(n: int) -> Iterator[str]:
         return json.dumps(dict(line, partition=0, offset=offset, ts=ts, key=_dump(key), payload=_dump(value)))
 
     yield marker(begin, 0, T0)
-    value, key = json.loads(create["payload"]), json.loads(create["key"])
+    value, key = json.loads(create["payload"]), _padded(json.loads(create["key"]), pad)
     for i in range(n):
         p = value["payload"]
         p["source"]["pos"], p["source"]["ts_ms"], p["ts_ms"] = 1000 + i * 100, T0, T0 + 50 + i // 100
@@ -81,6 +91,28 @@ def one_transaction(n: int) -> Iterator[str]:
                               payload=_dump(value)))
     yield marker(end, 1, T0 + 61 + n // 100, event_count=n,
                  data_collections=[{"data_collection": "inventory.products", "event_count": n}])
+
+
+def snapshot(n: int, pad: int = 0) -> Iterator[str]:
+    """The initial snapshot of one table: ``n`` reads (op ``r``) of distinct keys over three partitions,
+    the last marked ``last``, then one insert: the table pass's one group (and ``n`` keys of one read
+    each for the key pass). A scan finds nothing."""
+    _, create, _, _ = _templates()
+    value, key = json.loads(create["payload"]), _padded(json.loads(create["key"]), pad)
+    p = value["payload"]
+    p["transaction"], p["before"] = None, None
+    for i in range(n):
+        p["op"] = "r"
+        p["source"]["snapshot"] = "last" if i == n - 1 else ("first" if i == 0 else "true")
+        p["source"]["pos"], p["source"]["ts_ms"], p["ts_ms"] = 1000, T0, T0 + 50 + i // 100
+        p["after"]["id"] = key["payload"]["id"] = 100_000 + i
+        yield json.dumps(dict(create, partition=i % 3, offset=i // 3, ts=T0 + 60 + i // 100, key=_dump(key),
+                              payload=_dump(value)))
+    p["op"], p["source"]["snapshot"] = "c", "false"
+    p["source"]["pos"], p["source"]["ts_ms"], p["ts_ms"] = 2000, T0 + 70 + n // 100, T0 + 80 + n // 100
+    p["after"]["id"] = key["payload"]["id"] = 100_000 + n
+    yield json.dumps(dict(create, partition=n % 3, offset=n // 3, ts=T0 + 90 + n // 100, key=_dump(key),
+                          payload=_dump(value)))
 
 
 def write(path: Path, lines: Iterator[str]) -> Path:

@@ -26,6 +26,8 @@ from cdc_monitor.vocabulary import Rule
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from cdc_monitor.checks.passes import GroupPass
+
 def lit(value: str | int | bool | None) -> str:
     """``value`` as a SQL literal (text quoted, quotes and backslashes escaped)."""
     if value is None:
@@ -105,6 +107,7 @@ class SqlFindings:
     ctes: tuple[tuple[str, str], ...] = ()  # (name, SELECT), each may read the relations and earlier ones
     args: Mapping[str, Any] = field(default_factory=dict)  # named parameters (:name)
     functions: tuple[JavaFunction, ...] = ()  # Java functions of the operators jar the text calls
+    passes: tuple[GroupPass, ...] = ()  # passes whose output the text reads, each as the relation it names
 
 
 def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFrame]) -> DataFrame:
@@ -116,6 +119,13 @@ def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFr
     selects: list[str] = []
     for function in {f for check in checks for f in check.functions}:
         register(spark, function)
+    relations = dict(relations)
+    for check in checks:
+        for group_pass in check.passes:
+            from cdc_monitor.checks.passes import pass_frame
+
+            assert group_pass.name not in relations, f"two relations named {group_pass.name}"
+            relations[group_pass.name] = pass_frame(group_pass, relations, check.args)
     for check in checks:
         clash = {k for k, v in check.args.items() if k in args and args[k] != v}
         assert not clash, f"two checks bind different values to :{clash}"

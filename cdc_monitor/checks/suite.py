@@ -55,7 +55,7 @@ def run_checks(events: DataFrame, ctx: CheckContext, *, fresh: DataFrame | None 
     table_rules = TableRules(config.lag_threshold_ms, config.table_lag_threshold_ms, lag_scope or "true",
                              snapshots=facts.has_snapshot_events,
                              ddl_servers=facts.ddl_servers if facts.has_schema_changes else None)
-    per_table = [table_sql(table_rules), stall_sql(config.stall_threshold_ms),
+    per_table = [table_sql(table_rules, not ctx.placement.one_partition), stall_sql(config.stall_threshold_ms),
                  *([sequence_sql()] if facts.has_sequences else [])]
     by_scope = {
         # what the record alone shows, judged by the decoder while it read the record

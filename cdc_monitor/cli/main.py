@@ -32,6 +32,12 @@ class _Group(click.Group):
         except Exception as err:  # Spark/JVM failures and bugs: one line, the traceback on request
             if os.environ.get("CDC_MONITOR_DEBUG"):
                 raise
+            from cdc_monitor.runtime.failures import explain
+
+            known = explain(err)
+            if known is not None:
+                click.echo(f"cdc-monitor: error: {known}", err=True)
+                sys.exit(known.exit_code)
             first = (str(err).strip().splitlines() or [""])[0][:300]
             log = os.environ.get("CDC_MONITOR_JVM_LOG")
             click.echo(f"cdc-monitor: error: {type(err).__name__}: {first} "

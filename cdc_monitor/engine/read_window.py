@@ -21,6 +21,7 @@ from cdc_monitor.decoding import decode_records
 from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.engine.window import WindowFrames
 from cdc_monitor.runtime.connect import is_connect
+from cdc_monitor.runtime.failures import note_window
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -59,7 +60,9 @@ def read_window(source: SourceResult, cfg: ScanConfig, cache: FrameCache,
     # several is held again in one (a job more, only then: one partition plans every check without a shuffle).
     # (A Spark Connect session does not return observed metrics read from a checkpoint: counted instead, a job more)
     decoded = counted.get.get("n")
-    cache.one_partition = (events.count() if decoded is None else decoded) <= cfg.one_partition_rows
+    decoded = events.count() if decoded is None else decoded
+    note_window(decoded)
+    cache.one_partition = decoded <= cfg.one_partition_rows
     # (a Connect client cannot ask a frame its partitions: it holds the window in one again, a small job)
     if cache.one_partition and (is_connect(events.sparkSession) or events.rdd.getNumPartitions() > 1):
         events = cache.materialize(events)
