@@ -89,7 +89,7 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
     lineage = open_lineage(kafka, cfg, config_file, "scan")
     settings = verb.Settings(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf), cfg, allow_empty)
     with lineage.failing():
-        outcome = verb.run(settings, out.log)
+        outcome = verb.run(settings, out.log, live=out.live)
         out.report(outcome.result)
         lineage.complete(outcome, **{output_mode: report_file})
     from cdc_monitor.sinks.prometheus import MetricsSnapshot
@@ -142,7 +142,7 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
     lineage = open_lineage(kafka, cfg, config_file, "gate")
     scanning = scan.Settings(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf), cfg, allow_empty)
     with lineage.failing():
-        outcome = verb.run(verb.Settings(scanning, suites, data_docs), out.log)
+        outcome = verb.run(verb.Settings(scanning, suites, data_docs), out.log, live=out.live)
         if junit:
             from cdc_monitor.gate.junit import write_junit
 
