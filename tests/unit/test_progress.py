@@ -191,3 +191,16 @@ def test_the_render_never_touches_stdout(capsys):
     finally:
         line.stop()
     assert capsys.readouterr().out == "report\n"
+
+
+def test_generate_counts_its_events_and_the_records_it_writes(tmp_path):
+    """``generate``'s live line: the generator's own count of events, then the capture's records."""
+    from cdc_monitor.generator import Generator
+    from cdc_monitor.generator.kcat_writer import write_capture
+
+    generator = Generator("mysql", events=50, seed=3)
+    events = Counter("events", 50, read=lambda: generator.data_events)
+    traffic = generator.run()
+    assert events.poll()[0].done >= 50
+    written = Counter("records", len(traffic.records))
+    assert write_capture(traffic, tmp_path / "c.jsonl", counter=written)["records"] == written.done == len(traffic.records)
