@@ -299,7 +299,10 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
         grace_ms=parse_duration_ms(grace, "--grace"), key_ttl_ms=parse_duration_ms(key_ttl, "--key-ttl"),
         starting_offsets=starting_offsets, max_offsets_per_trigger=max_offsets_per_trigger, reader=kafka_reader,
         web_config=web)
-    sys.exit(verb.run(settings, lambda line: click.echo(line, err=True)).exit_code)
+    from cdc_monitor.runtime.progress import on_terminal
+
+    # (print, not click.echo: on a terminal the lines go above the catch-up's live line)
+    sys.exit(verb.run(settings, lambda line: print(line, file=sys.stderr, flush=True), live=on_terminal()).exit_code)
 
 @cli.group()
 def dashboards() -> None:
