@@ -74,7 +74,7 @@ def pass_frame(spark_pass: GroupPass, relations: Mapping[str, DataFrame], args: 
         call = ", ".join([f"collect_list(struct({fields}))", *p.udf_args])
         return sql_over(spark, f"""SELECT {keep}, inline({p.judge.name}({call}))
                                    FROM {{records}} GROUP BY {', '.join(f'`{g}`' for g in p.group)}""",
-                        {"records": records})
+                        {"records": records}, args)
     return _stream(records, p)
 
 

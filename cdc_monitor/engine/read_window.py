@@ -42,6 +42,7 @@ class ReadWindow:
     registry_ids: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # topic -> schema ids (Avro)
     driver_findings: list[dict[str, Any]] = field(default_factory=list)  # known without reading records
     other_findings: list[DataFrame] = field(default_factory=list)  # the unreadable lines'
+    records: int = 0  # decoded records
 
     @property
     def frames(self) -> WindowFrames:
@@ -67,7 +68,8 @@ def read_window(source: SourceResult, cfg: ScanConfig, cache: FrameCache,
     if cache.one_partition and (is_connect(events.sparkSession) or events.rdd.getNumPartitions() > 1):
         events = cache.materialize(events)
     lap("read_decode", "")
-    window = ReadWindow(events, window_facts(events), registry_ids=registry_ids, driver_findings=driver_findings)
+    window = ReadWindow(events, window_facts(events), registry_ids=registry_ids, driver_findings=driver_findings,
+                        records=decoded)
     # the decode pass counted unreadable input lines: read them again only when there are some
     seen = source.rejects_observed.get.get("rejects") if source.rejects_observed is not None else None
     if source.rejects is not None and seen != 0:
