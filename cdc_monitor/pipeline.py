@@ -40,6 +40,7 @@ from cdc_monitor.engine.series import step_ms
 from cdc_monitor.engine.window import WholeWindow, evaluate
 from cdc_monitor.runtime.connect import SKIPPED
 from cdc_monitor.runtime.progress import live_steps, spark_tasks
+from cdc_monitor.runtime.settings import generated_code
 from cdc_monitor.vocabulary import HISTORY_CHECKS, SCAN_CHECKS, SEVERITY_RANK
 
 if TYPE_CHECKING:
@@ -214,8 +215,9 @@ def _run_scan(source: SourceResult, cfg: ScanConfig, laps: _Laps, keep_events: b
     history = ScanHistory.start(spark, cfg, window.facts)  # --history: its past read beside the checks
     step = step_ms(window.facts.window["start_ms"], window.facts.window["end_ms"])
     scope = WholeWindow(cfg.max_findings, step, cfg.history_interval_ms if cfg.history else None)
-    collected = evaluate(window.frames, CheckContext(window.facts, cfg, cache), scope,  # job 3: every check
-                         planned=lambda: laps.lap("checks_plan_and_aggregates"))
+    with generated_code(spark, window.records >= cfg.codegen_rows):
+        collected = evaluate(window.frames, CheckContext(window.facts, cfg, cache), scope,  # job 3: every check
+                             planned=lambda: laps.lap("checks_plan_and_aggregates"))
     laps.lap("findings", f" ({sum(int(c['count']) for c in collected.counts)} found)")
     # --history: the window judged against it and recorded; its anomalies join the findings
     judged = history.judge(collected.parts, [h["server"] for h in heartbeats(window.facts.rows)], source.topics_read)
