@@ -33,13 +33,14 @@ _KINDS = ("data", "tombstone", "transaction", "heartbeat")
 def stall_sql(threshold_ms: int | None = None) -> SqlFindings:
     """The stall check's findings as SQL (checks/sql.py) over ``{events}``."""
     auto = f"coalesce(percentile_approx(beat_gap, 0.5) OVER (PARTITION BY server) * {HEARTBEATS_PER_THRESHOLD}, {DEFAULT_STALL_MS})"
-    threshold = f"CAST({lit(threshold_ms)} AS bigint)" if threshold_ms is not None else auto
+    threshold = "CAST(:stall_threshold_ms AS bigint)" if threshold_ms is not None else auto
     silence = "(next_ts - record_ts_ms)"
     message = (f"concat('server ', server, ' wrote nothing for ', CAST(CAST({silence} / 1000 AS decimal(18,3)) AS string), "
                "' s (from ', CAST(timestamp_millis(record_ts_ms) AS string), ' to ', "
                "CAST(timestamp_millis(next_ts) AS string), ' UTC; threshold ', "
                "CAST(CAST(threshold_ms / 1000 AS decimal(18,3)) AS string), ' s)')")
     return SqlFindings(
+        args={"stall_threshold_ms": threshold_ms} if threshold_ms is not None else {},
         ctes=(("stall_gaps", f"""
             SELECT *, lead(record_ts_ms) OVER (PARTITION BY server ORDER BY record_ts_ms, topic, partition, offset) AS next_ts,
               CASE WHEN kind = 'heartbeat'

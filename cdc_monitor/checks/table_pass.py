@@ -18,9 +18,10 @@ hot key is in the key pass: a few hundred bytes a record; docs/architecture.md, 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.checks.lag import LAG_SPIKE, VALID_EVENT_TS, VALID_SOURCE_TS
 from cdc_monitor.checks.ordering import CONTENT_HASH
@@ -50,15 +51,19 @@ class TableRules:
     ddl_servers: tuple[str, ...] | None = None  # the servers whose schema-change events it holds; None: not judged
 
     def threshold_sql(self) -> str:
-        cases = "".join(f"WHEN `table` = {lit(t)} THEN {lit(ms)} "
-                        for t, ms in reversed((self.table_lag_threshold_ms or {}).items()))
-        return f"CAST(CASE {cases}ELSE {lit(self.lag_threshold_ms)} END AS bigint)" if cases else \
-            f"CAST({lit(self.lag_threshold_ms)} AS bigint)"
+        """A record's lag threshold: its table's, else the window's (the names and values are parameters)."""
+        return ("CAST(coalesce(element_at(from_json(:table_lag_thresholds, 'map<string,bigint>'), `table`), "
+                ":lag_threshold_ms) AS bigint)")
 
     def ddl_sql(self) -> str:
-        if not self.ddl_servers:
-            return "false"
-        return f"server IN ({', '.join(map(lit, self.ddl_servers))})"
+        return "array_contains(from_json(:ddl_servers, 'array<string>'), server)" if self.ddl_servers else "false"
+
+    def args(self) -> dict[str, Any]:
+        """The named parameters ``threshold_sql`` and ``ddl_sql`` read: values from the configuration and
+        the data never become statement text (checks/sql.py)."""
+        return {"lag_threshold_ms": self.lag_threshold_ms,
+                "table_lag_thresholds": json.dumps(dict(self.table_lag_threshold_ms or {})),
+                "ddl_servers": json.dumps(list(self.ddl_servers or ()))}
 
     def where_sql(self) -> str:
         """The records some rule reads."""
@@ -91,6 +96,7 @@ def table_sql(rules: TableRules) -> SqlFindings:
                                  AS `table`, {record} AS rec
                         FROM (SELECT *, {_BLOCKING} AS blocking FROM {{events}}) WHERE {rules.where_sql()})
                   GROUP BY server, `table`)"""),),
+        args=rules.args(),
         functions=(TABLE_JUDGE,),
         selects=(judged_sql(RULES, "table_findings"),),
     )
