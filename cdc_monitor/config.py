@@ -62,7 +62,9 @@ class ScanConfig:
     kafka_conf: dict[str, str] = field(default_factory=dict)  # librdkafka settings (kafka.* without the prefix)
     # url, basic_auth_user_info, bearer_token: Avro keys and values in the Confluent wire format
     schema_registry: dict[str, str] = field(default_factory=dict)
-    avro_json: bool = False  # capture values/keys are Avro-JSON text (kcat -s avro, kafka-avro-console-consumer)
+    # capture values/keys are Avro-JSON text (kcat -s avro, kafka-avro-console-consumer): True, every
+    # record; False, none; None (default), recognised per record by the decoder (docs/avro.md)
+    avro_json: bool | None = None
     # the [openlineage] table as read (cdc_monitor/lineage/settings.py settles it with the flags)
     openlineage: dict[str, Any] = field(default_factory=dict)
     # the [history] table (docs/history.md): where per-table measurements are kept (a Spark path;

@@ -60,7 +60,7 @@ class WindowFacts:
 
     @property
     def has_topic_flags(self) -> bool:
-        """A data event a per-topic rule counts (checks/schema.py, ``topic_flagged``)."""
+        """A record a per-topic rule counts (checks/schema.py, ``topic_flagged``)."""
         return any(r["topic_flagged"] for r in self.rows)
 
     @property

@@ -18,9 +18,10 @@ Spark Connect, as one array (docs/architecture.md, "The passes").
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.checks.lag import LAG_SPIKE, VALID_EVENT_TS, VALID_SOURCE_TS
 from cdc_monitor.checks.ordering import CONTENT_HASH
@@ -51,15 +52,19 @@ class TableRules:
     ddl_servers: tuple[str, ...] | None = None  # the servers whose schema-change events it holds; None: not judged
 
     def threshold_sql(self) -> str:
-        cases = "".join(f"WHEN `table` = {lit(t)} THEN {lit(ms)} "
-                        for t, ms in reversed((self.table_lag_threshold_ms or {}).items()))
-        return f"CAST(CASE {cases}ELSE {lit(self.lag_threshold_ms)} END AS bigint)" if cases else \
-            f"CAST({lit(self.lag_threshold_ms)} AS bigint)"
+        """A record's lag threshold: its table's, else the window's (the names and values are parameters)."""
+        return ("CAST(coalesce(element_at(from_json(:table_lag_thresholds, 'map<string,bigint>'), `table`), "
+                ":lag_threshold_ms) AS bigint)")
 
     def ddl_sql(self) -> str:
-        if not self.ddl_servers:
-            return "false"
-        return f"server IN ({', '.join(map(lit, self.ddl_servers))})"
+        return "array_contains(from_json(:ddl_servers, 'array<string>'), server)" if self.ddl_servers else "false"
+
+    def args(self) -> dict[str, Any]:
+        """The named parameters ``threshold_sql`` and ``ddl_sql`` read: values from the configuration and
+        the data never become statement text (checks/sql.py)."""
+        return {"lag_threshold_ms": self.lag_threshold_ms,
+                "table_lag_thresholds": json.dumps(dict(self.table_lag_threshold_ms or {})),
+                "ddl_servers": json.dumps(list(self.ddl_servers or ()))}
 
     def where_sql(self) -> str:
         """The records some rule reads."""
@@ -114,8 +119,10 @@ def table_pass(rules: TableRules, distribute: bool = True) -> GroupPass:
 
 def table_sql(rules: TableRules, distribute: bool = True) -> SqlFindings:
     """The table pass's findings as SQL (checks/sql.py) over ``{events}``: every rule judged per
-    (server, table) by ``TABLE_JUDGE`` (one read of the events, one shuffle)."""
-    return SqlFindings(passes=(table_pass(rules, distribute),), selects=(judged_sql(RULES, "{table_findings}"),))
+    (server, table) by ``TABLE_JUDGE`` (one read of the events, one shuffle); the thresholds and the
+    servers whose DDL was read are named parameters."""
+    return SqlFindings(passes=(table_pass(rules, distribute),), args=rules.args(),
+                       selects=(judged_sql(RULES, "{table_findings}"),))
 
 
 def table_findings(events: DataFrame, rules: TableRules) -> DataFrame:

@@ -56,7 +56,8 @@ def read_window(source: SourceResult, cfg: ScanConfig, cache: FrameCache,
     driver_findings: list[dict[str, Any]] = []
     records, registry_ids = _value_format(source.records, cfg, cache, driver_findings)
     counted = Observation("decoded")
-    events = cache.materialize(decode_records(records, cfg.roles).observe(counted, F.count(F.lit(1)).alias("n")))
+    decoded = decode_records(records, cfg.roles, avro_json=cfg.avro_json)
+    events = cache.materialize(decoded.observe(counted, F.count(F.lit(1)).alias("n")))
     # a small window is checked in one partition: no shuffles (engine/cache.py); a window read in
     # several is held again in one (a job more, only then: one partition plans every check without a shuffle).
     # (A Spark Connect session does not return observed metrics read from a checkpoint: counted instead, a job more)

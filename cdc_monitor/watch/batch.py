@@ -215,7 +215,7 @@ def decoded_stream(carried: DataFrame, cfg: ScanConfig) -> DataFrame:
     ``role`` and a gap row's value (``GAP_VALUE``: what ``GapRow.parse`` reads, null elsewhere).
     With a schema registry or Avro-JSON text, the Avro stage first (as ``carry_input``'s)."""
     records = kafka_rows(carried).withColumn(GAP_VALUE, F.when(F.col("offset") < 0, F.col("value")))
-    return decode_records(avro_stream_as_json(records, cfg), cfg.roles, keep=("role", GAP_VALUE))
+    return decode_records(avro_stream_as_json(records, cfg), cfg.roles, keep=("role", GAP_VALUE), avro_json=cfg.avro_json)
 
 
 def _events(out: DataFrame) -> DataFrame:

@@ -132,7 +132,8 @@ def carry_input(stream: DataFrame, scan: ScanConfig) -> DataFrame:
                                                                               F.base64(h["value"]).alias("value")))),
     })
     ev = with_lag(decode_records(avro_stream_as_json(raw, scan), scan.roles,
-                                 keep=("raw_key", "raw_value", "record_us", "raw_tstype", "headers_json")))
+                                 keep=("raw_key", "raw_value", "record_us", "raw_tstype", "headers_json"),
+                                 avro_json=scan.avro_json))
     keyed = F.col("kind").isin("data", "tombstone") & F.col("decode_error").isNull() & F.col("key_payload").isNotNull()
     tp = [F.col("topic"), F.col("partition").cast("string")]
     marker = ((F.col("kind") == "transaction") & F.col("decode_error").isNull() & F.col("status").isin("BEGIN", "END")
