@@ -31,7 +31,7 @@ def window(request, spark, tmp_path_factory):
 
 
 def _rows(frame) -> list[tuple]:
-    return sorted((tuple(repr(v) for v in r) for r in frame.collect()))
+    return sorted(tuple(repr(v) for v in r) for r in frame.collect())
 
 
 def _both(spec, events, args=None) -> tuple[list[tuple], list[tuple]]:
