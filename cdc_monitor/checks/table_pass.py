@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 RULES = (LAG_SPIKE, SNAPSHOT_RESTARTED, SCHEMA_CHANGE_WITHOUT_DDL)
+_NO_SINCE = "CAST(NULL AS struct<record_ts_ms:bigint,topic:string,partition:int,offset:bigint>)"
 TABLE_JUDGE = JavaFunction(
     "cdc_monitor_judge_tables", "cdcmonitor.TableJudge",
     "array<struct<rule:string,topic:string,partition:int,offset:bigint,offsets:array<bigint>,key:string,"
@@ -50,6 +51,9 @@ class TableRules:
     lag_scope: str = "true"  # a SQL predicate: the records lag spikes run over
     snapshots: bool = True  # the window holds snapshot events
     ddl_servers: tuple[str, ...] | None = None  # the servers whose schema-change events it holds; None: not judged
+    # each table's first change event (the census's, WindowFacts.first_change), as SQL over a record's
+    # server and table and its named parameters: when its snapshot reads count as restarted
+    since: tuple[str, Mapping[str, str]] = (_NO_SINCE, {})
 
     def threshold_sql(self) -> str:
         """A record's lag threshold: its table's, else the window's (the names and values are parameters)."""
@@ -62,7 +66,7 @@ class TableRules:
     def args(self) -> dict[str, Any]:
         """The named parameters ``threshold_sql`` and ``ddl_sql`` read: values from the configuration and
         the data never become statement text (checks/sql.py)."""
-        return {"lag_threshold_ms": self.lag_threshold_ms,
+        return {**self.since[1], "lag_threshold_ms": self.lag_threshold_ms,
                 "table_lag_thresholds": json.dumps(dict(self.table_lag_threshold_ms or {})),
                 "ddl_servers": json.dumps(list(self.ddl_servers or ()))}
 
@@ -77,15 +81,12 @@ class TableRules:
 
 
 # the table pass's records: per (server, table), each record's fields in java/TableJudge.java's Rec
-# order, then the group's parameters; the table's first change event (an unbounded window: it spills)
-# and which snapshot reads repeat an earlier one of their key exactly (a window per key and content)
+# order, then the group's parameters; the table's first change event (a fact of the census) and
+# which snapshot reads repeat an earlier one of their key exactly (a window per key and content)
 # only where the window holds snapshot events. Several partitions: distributed by the group first, so
 # the windows and the groups share one shuffle
 _FIELDS = ("topic", "partition", "offset", "record_ts_ms", "key", "txn_id", "ts_ms", "lag_ms", "change_event",
            "blocking", "schema_hash", "ddl", "since", "read_copy")
-_SINCE = ("min(CASE WHEN change_event THEN named_struct('record_ts_ms', record_ts_ms, 'topic', topic, "
-          "'partition', partition, 'offset', offset) END) OVER (PARTITION BY server, `table`)")
-_NO_SINCE = "CAST(NULL AS struct<record_ts_ms:bigint,topic:string,partition:int,offset:bigint>)"
 _READ_COPY = ("blocking AND key_payload IS NOT NULL AND row_number() OVER (PARTITION BY server, `table`, topic, partition, "
               "key_payload, content ORDER BY offset) > 1")
 _RECORDS = f"""
@@ -109,7 +110,7 @@ def table_pass(rules: TableRules, distribute: bool = True) -> GroupPass:
     return GroupPass(
         name="table_findings",
         records=_RECORDS.format(
-            since=_SINCE if rules.snapshots else _NO_SINCE, read_copy=_READ_COPY if rules.snapshots else "false",
+            since=rules.since[0] if rules.snapshots else _NO_SINCE, read_copy=_READ_COPY if rules.snapshots else "false",
             threshold=rules.threshold_sql(), ddl_read=rules.ddl_sql(), lag_scope=rules.lag_scope,
             where=rules.where_sql(), distribute="DISTRIBUTE BY server, `table`" if distribute else ""),
         group=("server", "table"), order=("ts_ms", "topic", "partition", "offset"), fields=_FIELDS, judge=TABLE_JUDGE,
