@@ -12,7 +12,9 @@ and measures, side by side in one run:
 - optionally (`--scan`) the full scan pipeline in the same session, right after;
 - or (`--whole`) whole processes, alternating `--runs` times: a floor process (its session and one
   floor job) and a `cdc-monitor scan` process over the same capture; the ratio scan / floor is the
-  issue's target for a large scan (<= 2x).
+  issue's target for a large scan (<= 2x);
+- or (`--margin 100000,600000`) the same whole processes at several sizes, and the cost the records
+  a larger window adds against the floor's (start-up, paid once by both, cancels out).
 
 A scan cannot be faster than its floor; the issue's target for 100k events (>= 2x the plain
 Python rate, net of start-up) is set against it in the output.
@@ -108,6 +110,55 @@ def whole(paths: list[str], records: int, runs: int, work: Path, baseline: str |
           f"median {statistics.median(times['scan']) / statistics.median(times['floor']):.2f}x")
 
 
+def margin(sizes: list[int], runs: int, work: Path, baseline: str | None = None) -> None:
+    """The cost of the records a larger window adds (issue 69's target): at each size, whole floor and
+    scan processes (and ``baseline``'s scan), best of ``runs``; then (scan(large) - scan(small)) /
+    (floor(large) - floor(small)) for each pair of sizes. Start-up, paid once by both, cancels out."""
+    import os
+
+    from benchmarks.__main__ import count_lines, generate
+
+    trees = {"scan": None, **({"scan (baseline)": baseline} if baseline else {})}
+    best: dict[int, dict[str, float]] = {}
+    for events in sizes:
+        paths = generate(work / f"capture-{events}", events)
+        records = count_lines(paths)
+        report = work / "floor-margin-report.json"
+        got: dict[str, list[float]] = {"floor": [], **{name: [] for name in trees}}
+        for _ in range(runs):
+            r = measure.run([PY, "-m", "benchmarks.floor", "--runs", "1", "--child", *paths])
+            assert r.returncode == 0, r.stderr[-2000:]
+            got["floor"].append(r.seconds)
+            for name, tree in trees.items():
+                env = None if tree is None else {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
+                s = measure.run([PY, "-m", "cdc_monitor", "scan", *[str(Path(p).resolve()) for p in paths], "--output",
+                                 "json", "--report-file", str(report.resolve()), "--quiet", "--fail-on", "never"],
+                                env=env, cwd=None if tree is None else str(Path(tree).resolve()))
+                assert s.returncode == 0, s.stderr[-2000:]
+                doc = json.loads(report.read_text())
+                assert doc["summary"]["records"] == records, (doc["summary"]["records"], records)
+                got[name].append(s.seconds)
+                print(f"{events:,} events: {name} {s.seconds:.1f} s, peak {s.peak_total_mb:.0f} MB, "
+                      f"timings {json.dumps(doc['timings_seconds'])}", file=sys.stderr)
+        best[events] = {name: min(ts) for name, ts in got.items()}
+        print(f"{events:,} events: best {json.dumps(best[events])}", file=sys.stderr)
+    print("\n| events | floor (s) | " + " | ".join(f"{n} (s) | {n} / floor" for n in trees) + " |")
+    print("| ---: | ---: | " + " | ".join("---: | ---:" for _ in trees) + " |")
+    for events, b in best.items():
+        print(f"| {events:,} | {b['floor']:.1f} | " + " | ".join(
+            f"{b[n]:.1f} | {b[n] / b['floor']:.2f}x" for n in trees) + " |")
+    print("\n| from | to | floor adds (s) | " + " | ".join(f"{n} adds (s) | at the margin" for n in trees) + " |")
+    print("| ---: | ---: | ---: | " + " | ".join("---: | ---:" for _ in trees) + " |")
+    for i, small in enumerate(sizes):
+        for large in sizes[i + 1:]:
+            floor_adds = best[large]["floor"] - best[small]["floor"]
+            cells = []
+            for n in trees:
+                adds = best[large][n] - best[small][n]
+                cells.append(f"{adds:.1f} | {adds / floor_adds:.2f}x")
+            print(f"| {small:,} | {large:,} | {floor_adds:.1f} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.floor", description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=100_000)
@@ -116,10 +167,15 @@ def main() -> None:
     ap.add_argument("--scan", action="store_true", help="also run the scan pipeline in that session")
     ap.add_argument("--whole", action="store_true", help="whole floor and scan processes, alternating")
     ap.add_argument("--baseline", help="with --whole: also scan with this checkout (an earlier revision's worktree)")
+    ap.add_argument("--margin", help="sizes, comma-separated (e.g. 100000,600000): the cost a scan adds per "
+                    "record beyond the smallest, against the floor's (whole processes, best of --runs)")
     ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
     opts = ap.parse_args()
     if opts.child is not None:
         child(opts.child, opts.runs, opts.scan)
+        return
+    if opts.margin:
+        margin([int(x) for x in opts.margin.split(",")], opts.runs, Path(opts.workdir), opts.baseline)
         return
     from benchmarks.__main__ import count_lines, generate
 

@@ -1,12 +1,14 @@
-"""The two windows a pass must hold in bounded memory: a hot key (every event of one key, the key
-pass's largest group) and a huge transaction (every event in one transaction, the transaction pass's).
+"""The windows a pass must read in bounded memory: a hot key (every event of one key, the key pass's
+largest group), a huge transaction (every event in one transaction, the transaction pass's) and a
+table's initial snapshot (every read of one table, the table pass's).
 
-`python -m benchmarks.large_groups [--hot-key N] [--transaction N] [--baseline TREE]` writes both as
-captures (from a real generated MySQL event: a key updated N times; one BEGIN, N inserts across three
-partitions, one END naming N) and scans each in a whole `cdc-monitor scan` process, its peak memory
-(the process tree's RSS) measured; with ``--baseline`` (an earlier revision's checkout) the same scans
-by that revision, alternating. tests/test_large_groups.py runs the same captures, smaller, under a
-small heap.
+`python -m benchmarks.large_groups [--hot-key N] [--transaction N] [--snapshot N] [--mixed N] [--heap 512m]
+[--baseline TREE]` writes them as captures (from a real generated MySQL event: a key updated N times;
+one BEGIN, N inserts across three partitions, one END naming N; a table's initial snapshot of N reads;
+and a generated MySQL window with schemas) and scans each in a whole `cdc-monitor scan` process under
+the heap given, its exit, peak memory (the process tree's RSS) measured; with ``--baseline`` (an
+earlier revision's checkout) the same scans by that revision, alternating. tests/test_large_groups.py
+runs the same captures, smaller but with wide keys, under a small heap.
 """
 
 from __future__ import annotations
@@ -46,12 +48,22 @@ def _dump(value: dict) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def hot_key(n: int) -> Iterator[str]:
+def _padded(key: dict, pad: int) -> dict:
+    """``key`` with a text field of ``pad`` characters (in its schema too): a wide key makes each record
+    of a group that much larger when a group is held whole (tests/test_large_groups.py)."""
+    if pad:
+        key["schema"]["fields"].append({"type": "string", "optional": False, "field": "pad"})
+        key["payload"]["pad"] = "k" * pad
+    return key
+
+
+def hot_key(n: int, pad: int = 0) -> Iterator[str]:
     """One key of one partition updated ``n`` times (no transaction block), record time 1 ms apart:
     the key pass's one group. A scan finds one ``missing_create`` (the partition starts at offset 0)."""
     update, _, _, _ = _templates()
     value = json.loads(update["payload"])
     value["payload"]["transaction"] = None
+    update = dict(update, key=_dump(_padded(json.loads(update["key"]), pad)))
     for i in range(n):
         p = value["payload"]
         p["source"]["pos"], p["source"]["ts_ms"], p["ts_ms"] = 1000 + i * 100, T0 + i, T0 + i + 50
@@ -59,7 +71,7 @@ def hot_key(n: int) -> Iterator[str]:
         yield json.dumps(dict(update, partition=0, offset=i, ts=T0 + i + 60, payload=_dump(value)))
 
 
-def one_transaction(n: int) -> Iterator[str]:
+def one_transaction(n: int, pad: int = 0) -> Iterator[str]:
     """One transaction of ``n`` inserts of distinct keys over three partitions, its BEGIN and its END
     (event_count ``n``): the transaction pass's one group. A scan finds nothing."""
     _, create, begin, end = _templates()
@@ -71,7 +83,7 @@ def one_transaction(n: int) -> Iterator[str]:
         return json.dumps(dict(line, partition=0, offset=offset, ts=ts, key=_dump(key), payload=_dump(value)))
 
     yield marker(begin, 0, T0)
-    value, key = json.loads(create["payload"]), json.loads(create["key"])
+    value, key = json.loads(create["payload"]), _padded(json.loads(create["key"]), pad)
     for i in range(n):
         p = value["payload"]
         p["source"]["pos"], p["source"]["ts_ms"], p["ts_ms"] = 1000 + i * 100, T0, T0 + 50 + i // 100
@@ -83,6 +95,28 @@ def one_transaction(n: int) -> Iterator[str]:
                  data_collections=[{"data_collection": "inventory.products", "event_count": n}])
 
 
+def snapshot(n: int, pad: int = 0) -> Iterator[str]:
+    """The initial snapshot of one table: ``n`` reads (op ``r``) of distinct keys over three partitions,
+    the last marked ``last``, then one insert: the table pass's one group (and ``n`` keys of one read
+    each for the key pass). A scan finds nothing."""
+    _, create, _, _ = _templates()
+    value, key = json.loads(create["payload"]), _padded(json.loads(create["key"]), pad)
+    p = value["payload"]
+    p["transaction"], p["before"] = None, None
+    for i in range(n):
+        p["op"] = "r"
+        p["source"]["snapshot"] = "last" if i == n - 1 else ("first" if i == 0 else "true")
+        p["source"]["pos"], p["source"]["ts_ms"], p["ts_ms"] = 1000, T0, T0 + 50 + i // 100
+        p["after"]["id"] = key["payload"]["id"] = 100_000 + i
+        yield json.dumps(dict(create, partition=i % 3, offset=i // 3, ts=T0 + 60 + i // 100, key=_dump(key),
+                              payload=_dump(value)))
+    p["op"], p["source"]["snapshot"] = "c", "false"
+    p["source"]["pos"], p["source"]["ts_ms"], p["ts_ms"] = 2000, T0 + 70 + n // 100, T0 + 80 + n // 100
+    p["after"]["id"] = key["payload"]["id"] = 100_000 + n
+    yield json.dumps(dict(create, partition=n % 3, offset=n // 3, ts=T0 + 90 + n // 100, key=_dump(key),
+                          payload=_dump(value)))
+
+
 def write(path: Path, lines: Iterator[str]) -> Path:
     with path.open("w", encoding="utf-8") as f:
         for line in lines:
@@ -90,42 +124,65 @@ def write(path: Path, lines: Iterator[str]) -> Path:
     return path
 
 
-def scan(capture: Path, tree: str | None = None, config: Path | None = None) -> dict:
+def scan(capture: Path, tree: str | None = None, config: Path | None = None, check: bool = True) -> dict:
     """A whole ``cdc-monitor scan`` process over ``capture`` (with ``tree``'s package when given):
-    seconds, peak memory, the report."""
+    seconds, peak memory, the report (``check``: the scan must succeed; else its exit code and last
+    error line are returned)."""
     report = capture.with_suffix(".report.json")
     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())} if tree else None
     r = measure.run([PY, "-m", "cdc_monitor", "scan", str(capture.resolve()), "--output", "json", "--report-file",
                      str(report.resolve()), "--quiet", "--fail-on", "never",
                      *(["--config", str(config.resolve())] if config else [])],
                     env=env, cwd=str(Path(tree).resolve()) if tree else None)
+    got = {"seconds": round(r.seconds, 1), "peak_mb": round(r.peak_total_mb), "jvm_mb": round(r.peak_mb.get("jvm", 0)),
+           "exit": r.returncode}
+    if r.returncode != 0 and not check:
+        return {**got, "error": (r.stderr.strip().splitlines() or [""])[-1][:160]}
     assert r.returncode == 0, r.stderr[-3000:]
-    return {"seconds": round(r.seconds, 1), "peak_mb": round(r.peak_total_mb), "jvm_mb": round(r.peak_mb.get("jvm", 0)),
-            "report": json.loads(report.read_text())}
+    return {**got, "report": json.loads(report.read_text())}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.large_groups", description=__doc__.splitlines()[0])
-    ap.add_argument("--hot-key", type=int, default=500_000, help="updates of the one key")
-    ap.add_argument("--transaction", type=int, default=300_000, help="events of the one transaction")
+    ap.add_argument("--hot-key", type=int, default=1_000_000, help="updates of the one key")
+    ap.add_argument("--transaction", type=int, default=600_000, help="events of the one transaction")
+    ap.add_argument("--snapshot", type=int, default=1_000_000, help="reads of the one table's initial snapshot")
+    ap.add_argument("--mixed", type=int, default=600_000, help="events of a generated MySQL window with schemas (0: none)")
+    ap.add_argument("--heap", default="512m", help="spark.driver.memory of every scan")
     ap.add_argument("--baseline", help="also scan with this checkout (an earlier revision's worktree)")
     ap.add_argument("--workdir", default="benchmarks/.work")
     opts = ap.parse_args()
     work = Path(opts.workdir)
     work.mkdir(parents=True, exist_ok=True)
+    config = work / f"heap-{opts.heap}.toml"
+    config.write_text(f'[spark]\n"spark.driver.memory" = "{opts.heap}"\n', encoding="utf-8")
     captures = {
         f"hot key ({opts.hot_key:,} updates)": write(work / f"hot-key-{opts.hot_key}.jsonl", hot_key(opts.hot_key)),
         f"one transaction ({opts.transaction:,} events)": write(work / f"one-txn-{opts.transaction}.jsonl",
                                                                 one_transaction(opts.transaction)),
+        f"one table's snapshot ({opts.snapshot:,} reads)": write(work / f"snapshot-{opts.snapshot}.jsonl",
+                                                                 snapshot(opts.snapshot)),
     }
-    print("| window | tree | seconds | findings job (s) | peak RSS (MB) | JVM (MB) | findings |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+    if opts.mixed:
+        mixed = work / f"mysql-{opts.mixed}.jsonl"
+        if not mixed.exists():
+            r = measure.run([PY, "-m", "cdc_monitor", "generate", "--flavour", "mysql", "--events", str(opts.mixed),
+                             "--seed", "7", "--output", str(mixed)])
+            assert r.returncode == 0, r.stderr[-2000:]
+        captures[f"mixed MySQL window ({opts.mixed:,} events, schemas)"] = mixed
+    print(f"\nevery scan a whole process under a {opts.heap} heap\n")
+    print("| window | tree | exit | seconds | findings job (s) | peak RSS (MB) | JVM (MB) | findings |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for name, path in captures.items():
         for tree_name, tree in (("this tree", None), *((("baseline", opts.baseline),) if opts.baseline else ())):
-            got = scan(path, tree)
+            got = scan(path, tree, config, check=False)
+            if got["exit"] != 0:
+                print(f"| {name} | {tree_name} | {got['exit']} | {got['seconds']} | | {got['peak_mb']} | {got['jvm_mb']} | "
+                      f"{got['error']} |", flush=True)
+                continue
             rep = got["report"]
             found = {f["rule"]: f["count"] for f in rep["summary"].get("finding_counts", [])} or rep["summary"]["findings_by_check"]
-            print(f"| {name} | {tree_name} | {got['seconds']} | {rep['timings_seconds']['findings']} | {got['peak_mb']} | "
+            print(f"| {name} | {tree_name} | 0 | {got['seconds']} | {rep['timings_seconds']['findings']} | {got['peak_mb']} | "
                   f"{got['jvm_mb']} | {json.dumps({k: v for k, v in found.items() if v})} |", flush=True)
 
 

@@ -36,16 +36,26 @@ def child(paths: list[str], scans: int, port: int) -> None:
     from cdc_monitor.sources.capture import read_capture
 
     spark = get_spark(conf={"spark.ui.enabled": "true", "spark.ui.port": str(port)})
+    base = f"http://127.0.0.1:{port}/api/v1/applications"
     timings = []
+    before = -1
     for _ in range(scans):
+        app = _get(base)[0]["id"]
+        before = max((j["jobId"] for j in _get(f"{base}/{app}/jobs")), default=-1)
         started = time.perf_counter()
         result = run_scan(read_capture(spark, paths))
         timings.append({"seconds": round(time.perf_counter() - started, 2), **result.timings})
         records = result.summary["records"]
         result.release()
-    base = f"http://127.0.0.1:{port}/api/v1/applications"
     app = _get(base)[0]["id"]
     jobs = sorted(_get(f"{base}/{app}/jobs"), key=lambda j: j["jobId"])
+    profile = _profile(base, app, [j for j in jobs if j["jobId"] > before], records)
+    # the floor's job in the same session, right after (benchmarks/floor.py): its CPU per record
+    from benchmarks.floor import floor_job
+
+    last = jobs[-1]["jobId"]
+    floor_job(spark, paths)
+    floor = _profile(base, app, [j for j in _get(f"{base}/{app}/jobs") if j["jobId"] > last], records)
     findings_job = jobs[-1]
     stages = []
     for sid in findings_job["stageIds"]:
@@ -60,7 +70,28 @@ def child(paths: list[str], scans: int, port: int) -> None:
         "executor_cpu_s": round(cpu_ns / 1e9, 2), "executor_run_s": round(sum(s.get("executorRunTime", 0) for s in stages) / 1e3, 2),
         "cpu_us_per_record": round(cpu_ns / 1e3 / records, 1),
         "reading_stages_cpu_s": sorted((round(s.get("executorCpuTime", 0) / 1e9, 2) for s in reading), reverse=True),
+        "profile": profile, "floor": floor,
     }))
+
+
+def _profile(base: str, app: str, jobs: list[dict], records: int) -> list[dict]:
+    """Every stage of the last scan's jobs: its job, its name (the call that ran it), its input and
+    shuffle rows, executor CPU in total and per record of the window (the per-stage profile)."""
+    out = []
+    for job in jobs:
+        for sid in sorted(job["stageIds"]):
+            for attempt in _get(f"{base}/{app}/stages/{sid}"):
+                if attempt.get("status") != "COMPLETE":
+                    continue
+                cpu = attempt.get("executorCpuTime", 0)
+                out.append({"job": job["jobId"], "stage": sid, "name": attempt.get("name", "")[:60],
+                            "tasks": attempt.get("numCompleteTasks"), "input_rows": attempt.get("inputRecords", 0),
+                            "shuffle_read_rows": attempt.get("shuffleReadRecords", 0),
+                            "shuffle_write_bytes": attempt.get("shuffleWriteBytes", 0),
+                            "spill_disk_bytes": attempt.get("diskBytesSpilled", 0),
+                            "cpu_s": round(cpu / 1e9, 2), "cpu_us_per_record": round(cpu / 1e3 / max(records, 1), 1)})
+                break
+    return out
 
 
 def main() -> None:
@@ -86,6 +117,13 @@ def main() -> None:
     for name, r in rows.items():
         print(f"| {name} | {r['stages']} | {r['stages_reading_checkpoint']} | {r['executor_cpu_s']} | "
               f"{r['cpu_us_per_record']} | {r['scans'][-1]['findings']} |")
+    for name, r in rows.items():
+        print(f"\nper stage, the last scan ({name}): executor CPU per record of the window\n")
+        print("| job | stage | name | tasks | shuffle rows read | spilled (MB) | CPU (s) | us / record |")
+        print("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+        for st in [*r["profile"], *({**f, "name": "floor: " + f["name"]} for f in r["floor"])]:
+            print(f"| {st['job']} | {st['stage']} | {st['name']} | {st['tasks']} | {st['shuffle_read_rows']:,} | "
+                  f"{st['spill_disk_bytes'] / 1e6:.0f} | {st['cpu_s']} | {st['cpu_us_per_record']} |")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,10 @@ class ScanConfig:
     # (engine/cache.py); larger ones keep every core busy. On 2 cores the two ways break even
     # at ~25k records (9.2k: 4.6 s vs 5.8 s warm; 22.5k: 6.9 vs 7.2 s; 45k: 11.7 vs 10.7 s)
     one_partition_rows: int = 25_000
+    # windows of at least this many records are checked with generated code (local mode runs
+    # interpreted: compiling a scan's ~350 classes costs more than it saves on a small window, and
+    # less than it saves on a large one: runtime/settings.py, docs/performance.md)
+    codegen_rows: int = 250_000
     spark_master: str | None = None
     # a Spark Connect server (sc://HOST:PORT) instead of a session of this process: [spark] remote,
     # SPARK_REMOTE, --remote (runtime/connect.py); whichever of it and spark_master is set later wins
@@ -58,7 +62,9 @@ class ScanConfig:
     kafka_conf: dict[str, str] = field(default_factory=dict)  # librdkafka settings (kafka.* without the prefix)
     # url, basic_auth_user_info, bearer_token: Avro keys and values in the Confluent wire format
     schema_registry: dict[str, str] = field(default_factory=dict)
-    avro_json: bool = False  # capture values/keys are Avro-JSON text (kcat -s avro, kafka-avro-console-consumer)
+    # capture values/keys are Avro-JSON text (kcat -s avro, kafka-avro-console-consumer): True, every
+    # record; False, none; None (default), recognised per record by the decoder (docs/avro.md)
+    avro_json: bool | None = None
     # the [openlineage] table as read (cdc_monitor/lineage/settings.py settles it with the flags)
     openlineage: dict[str, Any] = field(default_factory=dict)
     # the [history] table (docs/history.md): where per-table measurements are kept (a Spark path;

@@ -39,12 +39,15 @@ from cdc_monitor.engine.read_window import ReadWindow, read_window
 from cdc_monitor.engine.series import step_ms
 from cdc_monitor.engine.window import WholeWindow, evaluate
 from cdc_monitor.runtime.connect import SKIPPED
+from cdc_monitor.runtime.progress import live_steps, spark_tasks
+from cdc_monitor.runtime.settings import generated_code
 from cdc_monitor.vocabulary import HISTORY_CHECKS, SCAN_CHECKS, SEVERITY_RANK
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from cdc_monitor.engine.window import WindowOutcome
+    from cdc_monitor.runtime.progress import Live, Off
     from cdc_monitor.sources import SourceResult
 
 
@@ -146,21 +149,37 @@ def _format_description(cfg: ScanConfig) -> dict[str, Any]:
     return out
 
 
-class _Laps:
-    """A scan's timings: each step's seconds (``lap``), the Spark jobs and stages it ran."""
+def step_name(name: str) -> str:
+    return name.replace("_", " ")
 
-    def __init__(self, spark: SparkSession, progress: Callable[[str], None] | None):
+
+# a scan's steps in the order they run (each lapped as it ends; ``history`` only with --history)
+SCAN_STEPS = ("read_decode", "window", "checks_plan_and_aggregates", "findings", "history", "summary")
+
+
+class _Laps:
+    """A scan's timings: each step's seconds (``lap``), the Spark jobs and stages it ran; on a
+    terminal, the step that runs next is the live line's (runtime/progress.py)."""
+
+    def __init__(self, spark: SparkSession, progress: Callable[[str], None] | None, steps: Live | Off,
+                 order: tuple[str, ...]):
         self.started = self.mark = time.time()
         self.timings: dict[str, float] = {}
         self.jobs = JobCounter(spark)
         self.progress = progress
+        self.steps, self.order = steps, order
 
     def lap(self, name: str, detail: str = "") -> None:
         now = time.time()
         self.timings[name] = round(now - self.mark, 3)
         self.mark = now
         if self.progress is not None:
-            self.progress(f"{name.replace('_', ' ')}: {self.timings[name]:.1f}s{detail}")
+            self.progress(f"{step_name(name)}: {self.timings[name]:.1f}s{detail}")
+        following = self.order[self.order.index(name) + 1:] if name in self.order else ()
+        if following:
+            self.steps.step(step_name(following[0]))
+        else:
+            self.steps.idle()
 
     def stop(self, result: ScanResult) -> None:
         """The job counts into the timings (over Spark Connect: not counted, and the report says so)."""
@@ -174,22 +193,31 @@ class _Laps:
 
 
 def run_scan(source: SourceResult, config: ScanConfig | None = None,
-             progress: Callable[[str], None] | None = None, keep_events: bool = False) -> ScanResult:
+             progress: Callable[[str], None] | None = None, keep_events: bool = False,
+             live: bool = False) -> ScanResult:
     """Decode, check and summarise one window: the scan's steps, each a call into the module that
     owns it. ``progress`` receives a line per finished step; ``keep_events`` leaves the cached
-    events frame on the result until ``result.release()``."""
-    from cdc_monitor.history.record import ScanHistory
-
+    events frame on the result until ``result.release()``; ``live``: the running step on a live
+    line (runtime/progress.py; only on a terminal)."""
     cfg = config or ScanConfig()
     spark = source.records.sparkSession
-    laps = _Laps(spark, progress)
+    order = tuple(s for s in SCAN_STEPS if s != "history" or cfg.history)
+    with live_steps(live, step_name(order[0]), lambda: spark_tasks(spark)) as steps:
+        return _run_scan(source, cfg, _Laps(spark, progress, steps, order), keep_events)
+
+
+def _run_scan(source: SourceResult, cfg: ScanConfig, laps: _Laps, keep_events: bool) -> ScanResult:
+    from cdc_monitor.history.record import ScanHistory
+
+    spark = source.records.sparkSession
     cache = FrameCache()
     window = read_window(source, cfg, cache, laps.lap)  # jobs 1-2: decoded, held, the census
     history = ScanHistory.start(spark, cfg, window.facts)  # --history: its past read beside the checks
     step = step_ms(window.facts.window["start_ms"], window.facts.window["end_ms"])
     scope = WholeWindow(cfg.max_findings, step, cfg.history_interval_ms if cfg.history else None)
-    collected = evaluate(window.frames, CheckContext(window.facts, cfg, cache), scope,  # job 3: every check
-                         planned=lambda: laps.lap("checks_plan_and_aggregates"))
+    with generated_code(spark, window.records >= cfg.codegen_rows):
+        collected = evaluate(window.frames, CheckContext(window.facts, cfg, cache), scope,  # job 3: every check
+                             planned=lambda: laps.lap("checks_plan_and_aggregates"))
     laps.lap("findings", f" ({sum(int(c['count']) for c in collected.counts)} found)")
     # --history: the window judged against it and recorded; its anomalies join the findings
     judged = history.judge(collected.parts, [h["server"] for h in heartbeats(window.facts.rows)], source.topics_read)

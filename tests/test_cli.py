@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -75,7 +79,8 @@ def test_bad_config_exits_2(tmp_path):
 def captures(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     write_capture(generate("postgresql", events=80, seed=5), root / "clean.jsonl")
-    write_capture(generate("mysql", events=600, seed=5, faults=True), root / "faulty.jsonl.gz")
+    # large enough that a step of its scan lasts a few seconds (the live line shows after one)
+    write_capture(generate("mysql", events=3000, seed=5, faults=True), root / "faulty.jsonl.gz")
     return root
 
 
@@ -91,33 +96,46 @@ def class_archive() -> Path:
     return archive
 
 
-def test_scan_faulty_capture_json_report_and_exit_1(captures, tmp_path):
-    """The process as a user's terminal sees it: exit 1, the report in its file, stderr only
-    cdc-monitor's own lines (the JVM's and log4j's banners kept in the driver log), classes from
-    the archive warm-up wrote."""
+@pytest.fixture(scope="module")
+def faulty_scan(captures, tmp_path_factory):
+    """``cdc-monitor scan`` of the faulty capture as CI runs it (stdout and stderr pipes): its
+    arguments, files, process id, exit code, stdout and stderr."""
     class_archive()
+    tmp_path = tmp_path_factory.mktemp("faulty-scan")
     loaded, config = tmp_path / "classes.log", tmp_path / "c.toml"  # which classes came from where
     config.write_text(f'[spark]\n"spark.driver.extraJavaOptions" = "-Xlog:class+load=info:file={loaded}"\n')
     report_file, textfile = tmp_path / "r.json", tmp_path / "new" / "folder" / "cdc.prom"
-    popen = subprocess.Popen([sys.executable, "-m", "cdc_monitor", "scan", str(captures / "faulty.jsonl.gz"), "--output", "json",
-                              "--config", str(config), "--report-file", str(report_file), "--textfile", str(textfile)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    args = ["scan", str(captures / "faulty.jsonl.gz"), "--output", "json", "--config", str(config),
+            "--report-file", str(report_file), "--textfile", str(textfile)]
+    popen = subprocess.Popen([sys.executable, "-m", "cdc_monitor", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
     out, err = popen.communicate(timeout=300)
-    assert popen.returncode == 1, err[-2000:]
+    report, metrics, classes = report_file.read_text(), textfile.read_text(), loaded.read_text()
+    return SimpleNamespace(args=args, pid=popen.pid, returncode=popen.returncode, out=out, err=err, report=report,
+                           metrics=metrics, classes=classes)
+
+
+@pytest.mark.xdist_group("cli-faulty-scan")  # (one worker: the scan the module's fixture runs, once)
+def test_scan_faulty_capture_json_report_and_exit_1(faulty_scan):
+    """The process as a user's terminal sees it: exit 1, the report in its file, stderr only
+    cdc-monitor's own lines (the JVM's and log4j's banners kept in the driver log), classes from
+    the archive warm-up wrote."""
+    out, err = faulty_scan.out, faulty_scan.err
+    assert faulty_scan.returncode == 1, err[-2000:]
     assert out == ""  # the report is in its file
     lines = err.splitlines()
     assert lines and all(line.startswith("cdc-monitor: ") for line in lines), err  # no JVM or log4j line
     assert "scanned in" in lines[-1]
     from cdc_monitor.runtime.session import jvm_log_dir
 
-    (own,) = jvm_log_dir().glob(f"driver-*-{popen.pid}.log")  # this run's (other workers write theirs)
+    (own,) = jvm_log_dir().glob(f"driver-*-{faulty_scan.pid}.log")  # this run's (other workers write theirs)
     assert "log4j" in own.read_text(errors="replace")  # kept, not lost
-    assert "cdc_window_findings" in textfile.read_text()  # its folders created, as for --report-file
-    classes = loaded.read_text().splitlines()
+    assert "cdc_window_findings" in faulty_scan.metrics  # its folders created, as for --report-file
+    classes = faulty_scan.classes.splitlines()
     shared = sum("shared objects file (top)" in line for line in classes)  # from the archive warm-up wrote
     from_jars = sum("source: jar:" in line or "source: file:" in line for line in classes)
     assert shared > 5000 and shared > 10 * from_jars, (shared, from_jars)
-    report = json.loads(report_file.read_text())
+    report = json.loads(faulty_scan.report)
     assert report["tool"] == "cdc-monitor"
     for key in ("version", "window", "summary", "lag", "transactions", "findings"):
         assert key in report
@@ -132,6 +150,70 @@ def test_scan_faulty_capture_json_report_and_exit_1(captures, tmp_path):
     assert set(lag) >= {"topic", "table", "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "negative", "invalid_source_ts",
                         "snapshot_excluded", "histogram"}
     assert lag["histogram"]["+Inf"] == lag["count"]
+
+
+def on_a_terminal(args: list[str], timeout: int = 300) -> tuple[int, str, str]:
+    """``cdc-monitor ARGS`` with its stderr on a pseudo-terminal and its stdout a pipe (as
+    ``cdc-monitor scan ... > report.json`` in a terminal): exit code, stdout, what the terminal got."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))  # rows, columns
+    proc = subprocess.Popen([sys.executable, "-m", "cdc_monitor", *args], stdout=subprocess.PIPE, stderr=slave,
+                            env={**os.environ, "TERM": "xterm-256color"}, text=True)
+    os.close(slave)
+    got = bytearray()
+
+    def drain() -> None:  # the terminal read as it is written (a full pty would block the process)
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the process and its terminal are gone
+                return
+            if not chunk:
+                return
+            got.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    finally:
+        proc.kill()
+        reader.join(timeout=10)
+        os.close(master)
+    return proc.returncode, out, got.decode("utf-8", errors="replace")
+
+
+def screen_lines(terminal: str) -> list[str]:
+    """What was written between carriage returns and newlines, control sequences dropped."""
+    return [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", part) for line in terminal.split("\n") for part in line.split("\r")]
+
+
+def step_lines(lines: list[str]) -> set[str]:
+    """cdc-monitor's own lines, their seconds aside."""
+    return {re.sub(r"\d+\.\d+s\b", "N s", line) for line in lines if line.startswith("cdc-monitor: ")}
+
+
+@pytest.mark.xdist_group("cli-faulty-scan")
+def test_scan_on_a_terminal_shows_the_running_step_and_its_spark_tasks(faulty_scan):
+    """The same scan with stderr on a terminal: while a step runs, a live line with its name and
+    Spark's tasks done of total (erased as it ends); the step lines are those of the run without
+    a terminal, and the report still goes only where it was asked."""
+    code, out, terminal = on_a_terminal(faulty_scan.args)
+    assert code == faulty_scan.returncode, terminal[-2000:]
+    assert out == ""  # nothing on stdout: the report is in its file, the live line on stderr
+    lines = screen_lines(terminal)
+    steps = ("read decode", "window", "checks plan and aggregates", "findings", "summary")
+    live = [line for line in lines if re.search(r"\btasks \d+/\d+ +\d+s$", line.rstrip())]
+    assert live, terminal[-3000:]
+    assert all(any(f" {step} " in line for step in steps) for line in live), live[:5]
+    assert step_lines(lines) == step_lines(faulty_scan.err.splitlines())
+    assert "\x1b" not in faulty_scan.err and "tasks" not in faulty_scan.err  # no terminal: no live line
+    assert terminal.rstrip().endswith("at or above --fail-on error")  # the last line after it, whole
 
 
 def test_scan_clean_capture_text_report_exit_0_and_quiet_is_quiet(spark, captures):

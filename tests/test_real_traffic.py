@@ -278,13 +278,80 @@ def test_a_connector_that_falls_silent_is_stalled_but_an_idle_table_is_not(scan,
     assert [f["rule"] for f in result.findings] == ["connector_stalled"]
 
 
-def test_without_heartbeats_a_minute_of_silence_is_a_stall_and_the_threshold_is_configurable(scan, tmp_path):
-    stamps = [0, 10, 20, 110, 120]  # 90 s of silence between 20 and 110
-    lines = [_at(_mysql(n, "c", {"id": n}), BASE + t * 1000, n) for n, t in enumerate(stamps)]
-    path = write_lines(tmp_path / "quiet.jsonl", lines)
+def test_without_heartbeats_a_silence_is_a_stall_when_the_source_committed_during_it(scan, tmp_path):
+    """No heartbeats: 90 s without records between 20 s and 110 s. The events written after it were
+    committed at 30 s and 40 s, during the silence (the connector sat on them): a stall, and their lag a
+    spike. The same silence with the events committed as they were written is an idle database."""
+    stamps = [0, 10, 20, 110, 120]
+    idle = [_at(_mysql(n, "c", {"id": n}), BASE + t * 1000, n) for n, t in enumerate(stamps)]
+    backlog = [_committed(line, BASE + t * 1000) if t in (30, 40) else line
+               for line, t in zip(idle, [None, None, None, 30, 40], strict=True)]
+    path = write_lines(tmp_path / "backlog.jsonl", backlog)
     result = scan([path])
-    assert [(f["rule"], f["offset"]) for f in result.findings] == [("connector_stalled", 2)]
-    assert scan([path], stall_threshold_ms=120_000).findings == []
+    assert [(f["rule"], f["offset"]) for f in result.findings] == [("connector_stalled", 2), ("lag_spike", 3)]
+    assert "source commits during the silence: the first written after it was committed at 2026-01-01 00:00:30" \
+        in result.findings[0]["message"]
+    assert [f["rule"] for f in scan([path], stall_threshold_ms=120_000).findings] == ["lag_spike"]
+    assert scan([write_lines(tmp_path / "idle.jsonl", idle)]).findings == []
+
+
+def _committed(line: str, source_ts: int) -> str:
+    """A MySQL event committed at ``source_ts`` (written when it was)."""
+    record = json.loads(line)
+    value = json.loads(record["payload"])
+    value["source"]["ts_ms"] = source_ts
+    return json.dumps({**record, "payload": json.dumps(value)})
+
+
+def _moved(line: str, written_ms: int, committed_ms: int) -> str:
+    """A generated record moved: its Kafka time and the connector's times (ts_ms, ts_us, ts_ns)
+    ``written_ms`` later, its source times (source's, and a transaction marker's ts_ms: the transaction's
+    time at the source) ``committed_ms`` later."""
+    record = json.loads(line)
+    record["ts"] += written_ms
+    if record["payload"] is not None:
+        doc = json.loads(record["payload"])
+        value = doc["payload"] if "schema" in doc else doc
+        marker = "status" in value
+        for block, ms in ((value, committed_ms if marker else written_ms), (value.get("source") or {}, committed_ms)):
+            for field, scale in (("ts_ms", 1), ("ts_us", 1000), ("ts_ns", 1_000_000)):
+                if isinstance(block.get(field), int):
+                    block[field] += ms * scale
+        record["payload"] = json.dumps(doc)
+    return json.dumps(record)
+
+
+def _pg_halves() -> tuple[list[str], int]:
+    """A clean PostgreSQL capture (no heartbeats) and its middle: the record time of a BEGIN halfway."""
+    from cdc_monitor.generator import generate
+    from cdc_monitor.generator.kcat_writer import kcat_lines
+
+    lines = list(kcat_lines(generate("postgresql", events=400, seed=11, schemas=False)))
+    begins = sorted(r["ts"] for r in map(json.loads, lines)
+                    if r["topic"].endswith(".transaction") and json.loads(r["payload"])["status"] == "BEGIN")
+    return lines, begins[len(begins) // 2]
+
+
+def test_an_idle_database_without_heartbeats_is_no_stall(scan, tmp_path):
+    """The issue's capture: a clean PostgreSQL capture whose second half is 5 minutes later (Kafka time,
+    ts_ms and source.ts_ms alike: the database wrote nothing for 5 minutes, so neither did the connector),
+    no heartbeat topic. It was a connector_stalled warning; the source's clock says the database was idle."""
+    lines, middle = _pg_halves()
+    shifted = [_moved(line, 300_000, 300_000) if json.loads(line)["ts"] >= middle else line for line in lines]
+    result = scan([write_lines(tmp_path / "idle.jsonl", shifted)])
+    assert [(f["rule"], f["severity"]) for f in result.findings if f["severity"] != "info"] == []
+
+
+def test_a_stall_with_a_backlog_and_no_heartbeats_is_one_finding(scan, tmp_path):
+    """The same capture, its connector stopped for 5 minutes halfway while the database kept committing:
+    the second half written after the stall in a burst (ten times its pace), committed when it was."""
+    lines, middle = _pg_halves()
+    late = [_moved(line, middle + 300_000 + (ts - middle) // 10 - ts, 0) if (ts := json.loads(line)["ts"]) >= middle
+            else line for line in lines]
+    result = scan([write_lines(tmp_path / "stall.jsonl", late)])
+    (stall,) = [f for f in result.findings if f["rule"] == "connector_stalled"]
+    assert stall["server"] == "pgserver1" and "source commits during the silence" in stall["message"]
+    assert {f["rule"] for f in result.findings} == {"connector_stalled", "lag_spike"}  # (the backlog's lag: true)
 
 
 def test_one_postgresql_sequence_on_two_lsns_is_a_conflict(scan, tmp_path):

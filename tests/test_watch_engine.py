@@ -84,6 +84,10 @@ def test_every_fault_is_counted_once_across_batches(spark, tmp_path, flavour, cu
     assert rule_totals(state) == expected  # heartbeats in the stream change nothing
     beats = [r.value["ts_ms"] for r in traffic.records if r.topic.startswith("__debezium-heartbeat.")]
     assert beats and state.heartbeats == {traffic.flavour.server: max(beats)}  # kept across batches
+    # where each partition goes on from after a restart (watch/catchup.py: the backlog then)
+    ends = records.groupBy("topic", "partition").agg(F.max("offset").alias("hi")).collect()
+    assert {k: h.next_offset for k, h in state.partitions.items()} == {f"{r['topic']}|{r['partition']}": r["hi"] + 1
+                                                                      for r in ends}
     # a batch Spark re-runs (it crashed before committing) is not applied twice
     store = StateStore(tmp_path / "ckpt")
     again, after = process_batch(spark, last, cuts, store.load(), store, settings)

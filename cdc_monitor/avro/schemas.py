@@ -107,7 +107,11 @@ def to_avro_datum(schema: dict[str, Any], value: Any) -> Any:
 
 
 # --- Avro-JSON text (the Avro spec's JSON encoding) -> the JSON converter's text -------------------------
-AVRO_BRANCHES = frozenset({"boolean", "int", "long", "float", "double", "bytes", "string", "array", "map"})
+# a union branch's name -> the JSON type of its value (a named type's branch is its dotted full name: an
+# object, or a string for an enum or fixed); the decoder recognises Avro-JSON by them (decoding/decoder.py)
+AVRO_BRANCH_JSON = {"boolean": "boolean", "int": "integer", "long": "integer", "float": "number", "double": "number",
+                    "bytes": "string", "string": "string", "array": "array", "map": "object"}
+AVRO_BRANCHES = frozenset(AVRO_BRANCH_JSON)
 
 
 def unwrap_avro_json(doc: Any) -> Any:

@@ -31,6 +31,8 @@ class WindowFacts:
     data_start: dict[str, int] = field(default_factory=dict)  # server -> when every later-started data partition has records
     txn_span: dict[str, tuple[int, int]] = field(default_factory=dict)  # server -> record times its transaction topic covers
     read: dict[str, list[str]] = field(default_factory=dict)  # server -> data collections with decoded change events
+    # "server|table" -> its first change event (record_ts_ms, topic, partition, offset)
+    first_change: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def window(self) -> dict[str, Any]:
@@ -60,7 +62,7 @@ class WindowFacts:
 
     @property
     def has_topic_flags(self) -> bool:
-        """A data event a per-topic rule counts (checks/schema.py, ``topic_flagged``)."""
+        """A record a per-topic rule counts (checks/schema.py, ``topic_flagged``)."""
         return any(r["topic_flagged"] for r in self.rows)
 
     @property
@@ -85,6 +87,7 @@ class WindowFacts:
             "read": (self.read, "array<string>"),
             "txn_lo": ({k: v[0] for k, v in self.txn_span.items()}, "bigint"),
             "txn_hi": ({k: v[1] for k, v in self.txn_span.items()}, "bigint"),
+            "first_change": (self.first_change, "struct<record_ts_ms:bigint,topic:string,partition:int,offset:bigint>"),
         }
 
     def lookup(self, name: str, key: Column, default: Column | None = None) -> Column:

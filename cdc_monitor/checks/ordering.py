@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from cdc_monitor.checks.passes import GroupPass
 from cdc_monitor.checks.sql import JavaFunction, SqlFindings, findings_frame, judged_sql
 from cdc_monitor.vocabulary import Rule, Severity
 
@@ -72,32 +73,51 @@ CONTENT_HASH = ("xxhash64(op, before, after, coalesce(CAST(position AS STRING), 
                 "txn_total_order, update_hash)")
 # when the connector processed the event (ts_us when sent, else ts_ms as written): a replay's is new
 PROCESSED = "coalesce(CAST(ts_us AS STRING), CAST(ts_ms_raw AS STRING))"
-# the key pass: one aggregate per (topic, key payload) collects each record as this struct (its
-# fields in java/KeyJudge.java's Rec order: no row images, their hash) and the judge returns the
-# key's findings; keyless data events of a topic are one group, judged for copies only
-_KEY_RECORD = f"""struct(partition, offset, record_ts_ms, kind = 'tombstone', op, snapshot, position,
-  CASE WHEN kind = 'data' THEN {CONTENT_HASH} END, {PROCESSED}, {{from_start}}, key, txn_id, server, `table`)"""
+# the key pass's records: per (topic, key payload), each record's fields in java/KeyJudge.java's Rec
+# order (no row images: their hash), its copies found by a window per key, partition and content (the
+# first copy's offset and processing time); keyless data events of a topic are one group, judged for
+# copies only. Several partitions: distributed by the key first, so the window and the groups share
+# one shuffle
+_KEY_FIELDS = ("partition", "offset", "record_ts_ms", "tombstone", "op", "snapshot", "position", "processed",
+               "from_start", "key", "txn_id", "server", "table", "copy_of", "copy_of_processed")
+_COPY = "content IS NOT NULL AND first_value(offset) OVER copies <> offset"
+_KEY_RECORDS = f"""
+SELECT topic, key_payload, partition, offset, record_ts_ms, tombstone, op, snapshot, position, processed, from_start,
+       key, txn_id, server, `table`,
+       CASE WHEN {_COPY} THEN first_value(offset) OVER copies END AS copy_of,
+       CASE WHEN {_COPY} THEN first_value(processed) OVER copies END AS copy_of_processed
+FROM (SELECT topic, key_payload, partition, offset, record_ts_ms, kind = 'tombstone' AS tombstone, op, snapshot, position,
+             CASE WHEN kind = 'data' THEN {CONTENT_HASH} END AS content, {PROCESSED} AS processed,
+             {{from_start}} AS from_start, key, txn_id, server, `table`
+      FROM {{{{events}}}}
+      WHERE kind IN ('data', 'tombstone') AND decode_error IS NULL AND (key_payload IS NOT NULL OR kind = 'data')
+      {{distribute}})
+WINDOW copies AS (PARTITION BY topic, key_payload, partition, content ORDER BY offset)"""
 KEY_JUDGE = JavaFunction(
     "cdc_monitor_judge_keys", "cdcmonitor.KeyJudge",
     "array<struct<rule:string,partition:int,offset:bigint,offsets:array<bigint>,key:string,txn_id:string,"
     "message:string,server:string,`table`:string,record_ts_ms:bigint>>")
-_KEY_FINDINGS = f"""
-SELECT topic, inline(found)
-FROM (SELECT topic, {KEY_JUDGE.name}(collect_list({_KEY_RECORD}), key_payload IS NOT NULL) AS found
-      FROM {{{{events}}}}
-      WHERE kind IN ('data', 'tombstone') AND decode_error IS NULL AND (key_payload IS NOT NULL OR kind = 'data')
-      GROUP BY topic, key_payload)"""
+
+
+def key_pass(from_start: str, distribute: bool) -> GroupPass:
+    """The key pass (checks/passes.py): each (topic, key payload)'s records in offset order per
+    partition, walked by ``KEY_JUDGE``."""
+    return GroupPass(
+        name="key_findings",
+        records=_KEY_RECORDS.format(from_start=from_start,
+                                    distribute="DISTRIBUTE BY topic, key_payload" if distribute else ""),
+        group=("topic", "key_payload"), order=("partition", "offset"), fields=_KEY_FIELDS, judge=KEY_JUDGE,
+        keep=("topic",), udf_args=("key_payload IS NOT NULL",), distribute=distribute)
 
 
 def ordering_sql(ctx: CheckContext) -> SqlFindings:
     """The ordering check's findings as SQL (checks/sql.py) over ``{events}``: the key pass, every
-    rule judged per key by ``KEY_JUDGE`` in one aggregate (one read of the events, one shuffle)."""
+    rule judged per key by ``KEY_JUDGE`` (one read of the events, one shuffle)."""
     from_start, args = ctx.facts.from_start_sql()
     return SqlFindings(
-        ctes=(("key_findings", _KEY_FINDINGS.format(from_start=from_start)),),
         args=args,
-        functions=(KEY_JUDGE,),
-        selects=(judged_sql(RULES, "key_findings"),),
+        passes=(key_pass(from_start, not ctx.placement.one_partition),),
+        selects=(judged_sql(RULES, "{key_findings}"),),
     )
 
 

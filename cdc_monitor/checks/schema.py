@@ -46,13 +46,16 @@ UNKNOWN_CONNECTOR = Rule("unknown_connector", "schema", Severity.INFO, "table",
 NON_DEBEZIUM_PRODUCER = Rule("non_debezium_producer", "schema", Severity.INFO, "table",
     "a topic's change events carry no source block (another producer writing Debezium's envelope): one note per "
     "topic with the count; source-based rules (source fields, source time, lag, positions) are skipped for them")
+AVRO_JSON_VALUES = Rule("avro_json_values", "decode", Severity.INFO, "table",
+    "a topic's values are Avro's JSON encoding (unions wrapped, as kcat -s avro and kafka-avro-console-consumer print "
+    "them), recognised without --avro-json and read as it reads them: one note per topic with the count")
 RULES = (
     KEY_SCHEMA_NAME_MISMATCH, TYPE_MISMATCH, NON_OPTIONAL_NULL, INVALID_AVRO_NAME, OP_MISSING, INVALID_OP,
     BEFORE_AFTER_MISMATCH, MISSING_SOURCE_FIELD, KEY_PAYLOAD_MISMATCH, NON_ENVELOPE_VALUES, UNKNOWN_CONNECTOR,
-    NON_DEBEZIUM_PRODUCER
+    NON_DEBEZIUM_PRODUCER, AVRO_JSON_VALUES
 )
 # rules said once per topic (offset: the topic's first record involved; key and txn_id null)
-TOPIC_RULES = (NON_ENVELOPE_VALUES, NON_DEBEZIUM_PRODUCER, UNKNOWN_CONNECTOR)
+TOPIC_RULES = (NON_ENVELOPE_VALUES, NON_DEBEZIUM_PRODUCER, UNKNOWN_CONNECTOR, AVRO_JSON_VALUES)
 ONCE_PER_TOPIC = frozenset(r.name for r in TOPIC_RULES)
 # rules a record's embedded schema is judged by (their messages: _MESSAGES)
 SCHEMA_RULES = (NON_OPTIONAL_NULL, TYPE_MISMATCH, INVALID_AVRO_NAME, KEY_SCHEMA_NAME_MISMATCH)
@@ -60,29 +63,29 @@ SCHEMA_RULES = (NON_OPTIONAL_NULL, TYPE_MISMATCH, INVALID_AVRO_NAME, KEY_SCHEMA_
 
 
 
-def _data(events: DataFrame) -> DataFrame:
-    return events.where("data_event")
-
-
 # -- per-topic rules ---------------------------------------------------------------------------
 def _topic_conditions() -> tuple[Column, ...]:
-    """Which data events each per-topic rule counts: values that are not envelopes, events without a
-    source block, events of a connector without known rules (``topic_findings``, in that order)."""
-    return non_envelope(), F.col("envelope") & F.col("source").isNull(), F.col("flavour") == UNKNOWN_FLAVOUR
+    """Which records each per-topic rule counts (``topic_findings``, in that order): data events whose
+    values are not envelopes, events without a source block, events of a connector without known
+    rules; and records of any kind read from Avro's JSON encoding (the decoder recognised it)."""
+    data = F.col("data_event")
+    return (data & non_envelope(), F.col("envelope") & F.col("source").isNull(),
+            data & (F.col("flavour") == UNKNOWN_FLAVOUR), F.coalesce(F.col("avro_json"), F.lit(False)))
 
 
 def topic_flagged() -> Column:
-    """A data event some per-topic rule counts (the census counts them: checks/context.py)."""
-    return F.col("data_event") & reduce(or_, _topic_conditions())
+    """A record some per-topic rule counts (the census counts them: checks/context.py)."""
+    return reduce(or_, _topic_conditions())
 
 
 def topic_findings(events: DataFrame) -> DataFrame:
     """Once per topic, not per record: values that are not Debezium envelopes (thousands of
-    identical per-record errors otherwise) and connectors without known rules. One aggregate;
-    the finding sits at the topic's first such record and lists the first offsets."""
+    identical per-record errors otherwise), connectors without known rules, values read from
+    Avro's JSON encoding. One aggregate; the finding sits at the topic's first such record and
+    lists the first offsets."""
     connectors = F.to_json(F.array_sort(F.collect_set(F.when(F.col("flavour") == UNKNOWN_FLAVOUR,
                                                                 F.col("source")["connector"]))))
-    values, sourceless, unknown = _topic_conditions()
+    values, sourceless, unknown, avro_json = _topic_conditions()
     per_rule = {  # rule -> (which records, message before their count, message after it)
         NON_ENVELOPE_VALUES.name: (values, F.lit(""), F.lit(
             " value(s) are not Debezium change events (no op, source, before or after: flattened rows such as "
@@ -93,9 +96,12 @@ def topic_findings(events: DataFrame) -> DataFrame:
         UNKNOWN_CONNECTOR.name: (unknown,
                               F.concat(F.lit("source.connector "), connectors, F.lit(" has no connector-specific rules: ")),
                               F.lit(" event(s) judged by the generic rules only")),
+        AVRO_JSON_VALUES.name: (avro_json, F.lit(""), F.lit(
+            " value(s) are Avro's JSON encoding (unions wrapped, as kcat -s avro and kafka-avro-console-consumer print "
+            "them): read as --avro-json reads them (--no-avro-json: as plain JSON)")),
     }
     pos = F.struct("partition", "offset", "record_ts_ms")  # (the first: by partition and offset)
-    per_topic = _data(events).where(topic_flagged()).groupBy("topic").agg(
+    per_topic = events.where(topic_flagged()).groupBy("topic").agg(
         F.first("server").alias("server"),
         F.array(*[F.when(F.sum(when.cast("int")) > 0, F.struct(
             F.lit(rule).alias("rule"), F.min(F.when(when, pos)).alias("at"),

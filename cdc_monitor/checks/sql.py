@@ -11,6 +11,10 @@ relations as frames (``{events}``, ``{lag_scope}``) and the window's facts as na
 0.55-0.62 s against 1.25-1.41 s as frames (``benchmarks.sql_checks``; docs/performance.md).
 
 Braces are placeholders (Python's ``str.format``): a literal brace in a check's text is doubled.
+The text is the project's own: relation and column names it defines, its constants (``lit``). A
+value from the data or the configuration (a server or table name, a threshold) never becomes text:
+it is a named parameter (``SqlFindings.args``; several values as one JSON text parsed in the
+statement, as ``CheckContext``'s facts are). A name holding ``{context}`` once crashed a scan.
 """
 
 from __future__ import annotations
@@ -26,8 +30,14 @@ from cdc_monitor.vocabulary import Rule
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from cdc_monitor.checks.passes import GroupPass
+
 def lit(value: str | int | bool | None) -> str:
-    """``value`` as a SQL literal (text quoted, quotes and backslashes escaped)."""
+    """The project's own constant ``value`` (a rule's name, an op) as a SQL literal (text quoted, quotes
+    and backslashes escaped). Never a value from the data or the configuration: those are named
+    parameters (see the module); a brace would be read as a placeholder, so none is taken."""
+    if isinstance(value, str) and ("{" in value or "}" in value):
+        raise ValueError(f"{value!r} holds a brace: pass it as a named parameter, not as text")
     if value is None:
         return "NULL"
     if isinstance(value, bool):
@@ -105,6 +115,7 @@ class SqlFindings:
     ctes: tuple[tuple[str, str], ...] = ()  # (name, SELECT), each may read the relations and earlier ones
     args: Mapping[str, Any] = field(default_factory=dict)  # named parameters (:name)
     functions: tuple[JavaFunction, ...] = ()  # Java functions of the operators jar the text calls
+    passes: tuple[GroupPass, ...] = ()  # passes whose output the text reads, each as the relation it names
 
 
 def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFrame]) -> DataFrame:
@@ -116,6 +127,13 @@ def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFr
     selects: list[str] = []
     for function in {f for check in checks for f in check.functions}:
         register(spark, function)
+    relations = dict(relations)
+    for check in checks:
+        for group_pass in check.passes:
+            from cdc_monitor.checks.passes import pass_frame
+
+            assert group_pass.name not in relations, f"two relations named {group_pass.name}"
+            relations[group_pass.name] = pass_frame(group_pass, relations, check.args)
     for check in checks:
         clash = {k for k, v in check.args.items() if k in args and args[k] != v}
         assert not clash, f"two checks bind different values to :{clash}"

@@ -54,8 +54,9 @@ def run_checks(events: DataFrame, ctx: CheckContext, *, fresh: DataFrame | None 
     # the table pass, and the per-server checks written as SQL: one statement (checks/sql.py)
     table_rules = TableRules(config.lag_threshold_ms, config.table_lag_threshold_ms, lag_scope or "true",
                              snapshots=facts.has_snapshot_events,
-                             ddl_servers=facts.ddl_servers if facts.has_schema_changes else None)
-    per_table = [table_sql(table_rules), stall_sql(config.stall_threshold_ms),
+                             ddl_servers=facts.ddl_servers if facts.has_schema_changes else None,
+                             since=facts.lookup_sql("first_change", "concat_ws('|', server, `table`)"))
+    per_table = [table_sql(table_rules, not ctx.placement.one_partition), stall_sql(config.stall_threshold_ms),
                  *([sequence_sql()] if facts.has_sequences else [])]
     by_scope = {
         # what the record alone shows, judged by the decoder while it read the record

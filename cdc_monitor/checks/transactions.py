@@ -34,8 +34,9 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.context import CheckContext, WindowFacts
 from cdc_monitor.checks.findings import finding
-from cdc_monitor.checks.ordering import content_hash
-from cdc_monitor.checks.sql import JavaFunction, register
+from cdc_monitor.checks.ordering import CONTENT_HASH
+from cdc_monitor.checks.passes import GroupPass, pass_frame
+from cdc_monitor.checks.sql import JavaFunction
 from cdc_monitor.vocabulary import TX_STATUSES, Rule, Severity, TxStatus
 
 if TYPE_CHECKING:
@@ -71,16 +72,13 @@ class TransactionResult:
     transactions: DataFrame  # one row per transaction id: status and problem flags
 
 
-def _is_marker() -> Column:
-    return (F.col("kind") == "transaction") & F.col("decode_error").isNull() & F.col("status").isin("BEGIN", "END")
-
-
-def _has_id() -> Column:
-    return F.coalesce(F.trim(F.col("marker_id")) != "", F.lit(False))
+# a BEGIN or END marker with an id: what pairs and names transactions
+MARKER_SQL = ("(kind = 'transaction' AND decode_error IS NULL AND status IN ('BEGIN', 'END') "
+              "AND coalesce(trim(marker_id) <> '', false))")
 
 
 def _markers(events: DataFrame) -> DataFrame:
-    return events.where(_is_marker() & _has_id()).withColumn("txn_key", F.col("marker_key"))
+    return events.where(F.expr(MARKER_SQL)).withColumn("txn_key", F.col("marker_key"))
 
 
 def _per_transaction(markers: DataFrame, facts: WindowFacts) -> DataFrame:
@@ -130,39 +128,57 @@ def _per_transaction(markers: DataFrame, facts: WindowFacts) -> DataFrame:
     return txns.withColumn("status", status)
 
 
-# the transaction pass's data side: one aggregate per (server, transaction key) collects each data
-# event naming a transaction, and each marker naming one, as this struct (java/TxnJudge.java's Rec
-# order); the judge returns what the transaction's data events show (see TxnJudge)
+# the transaction pass's data side: per (server, transaction key), each data event naming a transaction
+# and each marker naming one, in java/TxnJudge.java's Rec order, then the span its server's transaction
+# topic covers; which data events are copies of an earlier one (ordering's content hash: a re-delivery,
+# or a replay after a connector restart, whose processing time ``ts_ms`` is new) and each one's rank
+# in its collection come from two windows. Several partitions: distributed by the group first, so the
+# windows and the groups share one shuffle. The judge returns a summary row per transaction and a row
+# per orphan event (see TxnJudge)
 TXN_JUDGE = JavaFunction(
     "cdc_monitor_judge_transactions", "cdcmonitor.TxnJudge",
-    "struct<seen:bigint,seen_by_collection:map<string,bigint>,brk:struct<topic:string,partition:int,offset:bigint,"
+    "array<struct<seen:bigint,seen_by_collection:map<string,bigint>,brk:struct<topic:string,partition:int,offset:bigint,"
     "key:string,txn_total_order:bigint,txn_collection_order:bigint,total_break:boolean,`table`:string,txn_id:string,"
-    "record_ts_ms:bigint>,breaks:bigint,orphans:array<struct<topic:string,partition:int,offset:bigint,key:string,"
+    "record_ts_ms:bigint>,breaks:bigint,orphan:struct<topic:string,partition:int,offset:bigint,key:string,"
     "txn_id:string,`table`:string,record_ts_ms:bigint>>>")
+_FIELDS = ("marker", "topic", "partition", "offset", "table", "txn_total_order", "txn_collection_order", "record_ts_ms",
+           "key", "txn_id", "copy", "collection_rank")
+_RECORDS = f"""
+SELECT server, txn_key, marker, topic, partition, offset, `table`, txn_total_order, txn_collection_order, record_ts_ms,
+       key, txn_id, copy,
+       CASE WHEN NOT marker AND NOT copy THEN CAST(row_number() OVER (PARTITION BY server, txn_key, marker, copy, `table`
+            ORDER BY txn_collection_order, topic, partition, offset) AS bigint) END AS collection_rank,
+       {{lo}} AS lo, {{hi}} AS hi
+FROM (SELECT *, NOT marker AND row_number() OVER (PARTITION BY server, txn_key, marker, topic, key_payload, content
+                                                 ORDER BY partition, offset) > 1 AS copy
+      FROM (SELECT server, CASE WHEN marker THEN marker_key ELSE txn_key END AS txn_key, marker, topic, partition, offset,
+                   key_payload, CASE WHEN NOT marker THEN {CONTENT_HASH} END AS content, `table`, txn_total_order,
+                   txn_collection_order, record_ts_ms, key, txn_id
+            FROM (SELECT *, {MARKER_SQL} AS marker FROM {{{{events}}}})
+            WHERE (data_event AND txn_id IS NOT NULL) OR marker
+            {{distribute}}))"""
 
 
-def _data_side(events: DataFrame, ctx: CheckContext) -> DataFrame:
-    """Per (server, txn_key): the data events seen (copies of one event, ordering's content hash,
-    counted once: a re-delivery, or a replay after a connector restart, whose processing time
-    ``ts_ms`` is new), seen per collection, the first event out of 1..n order and how many are, and the
-    orphan events (their transaction on no marker, inside the span the server's transaction topic
-    covers). One read of the events, one aggregate, judged by ``TXN_JUDGE``."""
-    register(events.sparkSession, TXN_JUDGE)
-    marker = _is_marker() & _has_id()
-    record = F.struct(marker, "topic", "partition", "offset", "key_payload", F.when(~marker, content_hash()), "table",
-                      "txn_total_order", "txn_collection_order", "record_ts_ms", "key", "txn_id")
-    judged = (events.where((F.col("data_event") & F.col("txn_id").isNotNull()) | marker)
-              .groupBy("server", F.when(marker, F.col("marker_key")).otherwise(F.col("txn_key")).alias("txn_key"))
-              .agg(F.collect_list(record).alias("records"))
-              .select("server", "txn_key", F.call_udf(TXN_JUDGE.name, "records", ctx.facts.lookup("txn_lo", F.col("server")),
-                                                        ctx.facts.lookup("txn_hi", F.col("server"))).alias("j")))
-    return judged.select("server", "txn_key", "j.*")
+def data_pass(ctx: CheckContext) -> tuple[GroupPass, dict[str, str]]:
+    """The transaction pass's data side (checks/passes.py) and its parameters: per (server, txn_key),
+    the data events seen (copies of one event counted once), seen per collection, the first event out
+    of 1..n order and how many are (a row), and the orphan events (a row each: their transaction on no
+    marker, inside the span the server's transaction topic covers), judged by ``TXN_JUDGE``."""
+    lo, lo_args = ctx.facts.lookup_sql("txn_lo", "server")
+    hi, hi_args = ctx.facts.lookup_sql("txn_hi", "server")
+    distribute = not ctx.placement.one_partition
+    return GroupPass(
+        name="txn_data", records=_RECORDS.format(lo=lo, hi=hi, distribute="DISTRIBUTE BY server, txn_key" if distribute else ""),
+        group=("server", "txn_key"), order=("marker DESC", "txn_total_order", "topic", "partition", "offset"),
+        fields=_FIELDS, judge=TXN_JUDGE, keep=("server", "txn_key"), udf_args=("first(lo)", "first(hi)"),
+        distribute=distribute), {**lo_args, **hi_args}
 
 
 def transaction_check(events: DataFrame, ctx: CheckContext) -> TransactionResult:
     facts = ctx.facts
     markers = _markers(events)
-    data = _data_side(events, ctx)
+    group_pass, args = data_pass(ctx)
+    data = pass_frame(group_pass, {"events": events}, args)
     # a row per transaction the markers name, with its data side; and one per transaction only data
     # events name (its orphans): every finding of the pass comes from these rows, one read of each side
     txns = _per_transaction(markers, facts).withColumn("marked", F.lit(True))
@@ -216,14 +232,14 @@ def transaction_check(events: DataFrame, ctx: CheckContext) -> TransactionResult
             at=F.col("brk.record_ts_ms"))),
     ]
     # each row's findings as one array (those that hold, then its orphans), exploded: one pass over the rows
-    per_row = F.concat(F.filter(F.array(*[F.when(where, F.struct(*cols)) for where, cols in found]), lambda f: f.isNotNull()),
-                       F.transform(F.coalesce(F.col("orphans"), F.array()), _orphan))
+    per_row = F.filter(F.array(*[F.when(where, F.struct(*cols)) for where, cols in found],
+                               F.when(F.col("orphan").isNotNull(), _orphan(F.col("orphan")))), lambda f: f.isNotNull())
     findings = txns.select(F.explode(per_row).alias("f")).select("f.*")
     return TransactionResult(findings=[findings], transactions=txns.where("marked"))
 
 
 def _orphan(o: Column) -> Column:
-    """An orphan event of the data side (a struct of TxnJudge's ``orphans``) as a finding."""
+    """An orphan event of the data side (a struct of TxnJudge's ``orphan``) as a finding."""
     return F.struct(*finding(ORPHAN_EVENT, F.concat(F.lit("transaction "), o["txn_id"], F.lit(" appears on no BEGIN/END")),
                              topic=o["topic"], partition=o["partition"], offset=o["offset"], key=o["key"],
                              txn_id=o["txn_id"], server=F.col("server"), table=o["table"], at=o["record_ts_ms"]))

@@ -46,8 +46,9 @@ _FORMAT_FLAGS = [
     click.option("--schema-registry", "schema_registry_url", metavar="URL",
                  help="Schema Registry for Avro keys and values in the Confluent wire format (credentials: the config "
                  "file's [schema_registry] table or CDC_MONITOR_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO, not here)."),
-    click.option("--avro-json", is_flag=True, default=None,
-                 help="Capture keys and values are Avro-JSON text (kcat -s avro, kafka-avro-console-consumer)."),
+    click.option("--avro-json/--no-avro-json", default=None,
+                 help="Capture keys and values are Avro-JSON text (kcat -s avro, kafka-avro-console-consumer), or "
+                 "are not. Default: each value is recognised as it is (one info note per topic read so)."),
 ]
 
 

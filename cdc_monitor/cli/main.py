@@ -32,6 +32,12 @@ class _Group(click.Group):
         except Exception as err:  # Spark/JVM failures and bugs: one line, the traceback on request
             if os.environ.get("CDC_MONITOR_DEBUG"):
                 raise
+            from cdc_monitor.runtime.failures import explain
+
+            known = explain(err)
+            if known is not None:
+                click.echo(f"cdc-monitor: error: {known}", err=True)
+                sys.exit(known.exit_code)
             first = (str(err).strip().splitlines() or [""])[0][:300]
             log = os.environ.get("CDC_MONITOR_JVM_LOG")
             click.echo(f"cdc-monitor: error: {type(err).__name__}: {first} "
@@ -89,7 +95,7 @@ def scan(paths: tuple[str, ...], config_file: str | None, transaction_topic: str
     lineage = open_lineage(kafka, cfg, config_file, "scan")
     settings = verb.Settings(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf), cfg, allow_empty)
     with lineage.failing():
-        outcome = verb.run(settings, out.log)
+        outcome = verb.run(settings, out.log, live=out.live)
         out.report(outcome.result)
         lineage.complete(outcome, **{output_mode: report_file})
     from cdc_monitor.sinks.prometheus import MetricsSnapshot
@@ -142,7 +148,7 @@ def gate(paths: tuple[str, ...], suite_files: tuple[str, ...], junit: str | None
     lineage = open_lineage(kafka, cfg, config_file, "gate")
     scanning = scan.Settings(paths, pop_kafka_flags(kafka, transaction_topic, cfg.kafka_conf), cfg, allow_empty)
     with lineage.failing():
-        outcome = verb.run(verb.Settings(scanning, suites, data_docs), out.log)
+        outcome = verb.run(verb.Settings(scanning, suites, data_docs), out.log, live=out.live)
         if junit:
             from cdc_monitor.gate.junit import write_junit
 
@@ -187,8 +193,9 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
              labels_path: str | None, decimal_format: str, connector_name: str | None, flatten: bool,
              heartbeats: bool, value_format: str, schema_registry_url: str | None) -> None:
     """Write synthetic Debezium traffic (optionally with labelled faults) as a kcat -J capture or to Kafka."""
-    from cdc_monitor.generator import generate as gen
+    from cdc_monitor.generator import Generator
     from cdc_monitor.generator.kcat_writer import default_labels_path, write_capture, write_labels
+    from cdc_monitor.runtime.progress import Counter, live_steps, on_terminal
 
     if bool(output_path) == bool(bootstrap_servers):
         raise UsageError("give exactly one of --output PATH and --bootstrap-servers HOST:PORT")
@@ -203,30 +210,34 @@ def generate(flavour: str, events: int, seed: int, faults: bool, schemas: bool, 
     if schema_registry_url and value_format != "avro":
         raise UsageError("--schema-registry is for --format avro")
     fmt = "json" if value_format == "json" else ("avro" if bootstrap_servers else "avro-json")
-    traffic = gen(flavour, events=events, seed=seed, schemas=schemas, tombstones=tombstones,
-                  partitions=partitions, faults=faults, decimal_format=decimal_format, connector=connector_name,
-                  flatten=flatten, heartbeats=heartbeats, value_format=fmt)
-    if bootstrap_servers:
-        from cdc_monitor.config import load_config
-        from cdc_monitor.generator.produce import produce_traffic
-        from cdc_monitor.sources.inputs import KafkaFlags
-        from cdc_monitor.sources.kafka.options import KafkaOptions
+    generator = Generator(flavour, events=events, seed=seed, schemas=schemas, tombstones=tombstones,
+                          partitions=partitions, faults=faults, decimal_format=decimal_format, connector=connector_name,
+                          flatten=flatten, heartbeats=heartbeats, value_format=fmt)
+    # on a terminal, a live line: the events generated of --events, then the records written of all
+    with live_steps(on_terminal(), "generate", lambda: Counter("events", events, read=lambda: generator.data_events)) as steps:
+        traffic = generator.run()
+        if bootstrap_servers:
+            from cdc_monitor.config import load_config
+            from cdc_monitor.generator.produce import produce_traffic
+            from cdc_monitor.sources.inputs import KafkaFlags
+            from cdc_monitor.sources.kafka.options import KafkaOptions
 
-        flags = KafkaFlags(bootstrap_servers=bootstrap_servers, options=kafka_option,
-                           client_conf=load_config(None).kafka_conf)
-        registry = load_config(None).schema_registry | ({"url": schema_registry_url} if schema_registry_url else {})
-        sent = produce_traffic(traffic, KafkaOptions.from_options(flags.source_options()), registry=registry)
-        msg = f"produced {sent['records']} records to {len(sent['topics'])} topic(s) at {bootstrap_servers}"
-        if faults and labels_path:
-            msg += f" and {write_labels(traffic, labels_path)} fault labels to {labels_path}"
-        click.echo(msg, err=True)
-        return
-    assert output_path is not None
-    labels = (labels_path or default_labels_path(output_path)) if faults else None
-    written = write_capture(traffic, output_path, labels)
-    msg = f"wrote {written['records']} records to {written['capture']}"
-    if labels:
-        msg += f" and {written['faults']} fault labels to {written['labels']}"
+            flags = KafkaFlags(bootstrap_servers=bootstrap_servers, options=kafka_option,
+                               client_conf=load_config(None).kafka_conf)
+            registry = load_config(None).schema_registry | ({"url": schema_registry_url} if schema_registry_url else {})
+            sent = produce_traffic(traffic, KafkaOptions.from_options(flags.source_options()), registry=registry,
+                                   counter=steps.counter("produce", "records", len(traffic.records)))
+            msg = f"produced {sent['records']} records to {len(sent['topics'])} topic(s) at {bootstrap_servers}"
+            if faults and labels_path:
+                msg += f" and {write_labels(traffic, labels_path)} fault labels to {labels_path}"
+        else:
+            assert output_path is not None
+            labels = (labels_path or default_labels_path(output_path)) if faults else None
+            written = write_capture(traffic, output_path, labels,
+                                    counter=steps.counter("write", "records", len(traffic.records)))
+            msg = f"wrote {written['records']} records to {written['capture']}"
+            if labels:
+                msg += f" and {written['faults']} fault labels to {written['labels']}"
     click.echo(msg, err=True)
 
 
@@ -294,7 +305,10 @@ def watch(bootstrap_servers: str, topics: str | None, transaction_topic: str | N
         grace_ms=parse_duration_ms(grace, "--grace"), key_ttl_ms=parse_duration_ms(key_ttl, "--key-ttl"),
         starting_offsets=starting_offsets, max_offsets_per_trigger=max_offsets_per_trigger, reader=kafka_reader,
         web_config=web)
-    sys.exit(verb.run(settings, lambda line: click.echo(line, err=True)).exit_code)
+    from cdc_monitor.runtime.progress import on_terminal
+
+    # (print, not click.echo: on a terminal the lines go above the catch-up's live line)
+    sys.exit(verb.run(settings, lambda line: print(line, file=sys.stderr, flush=True), live=on_terminal()).exit_code)
 
 @cli.group()
 def dashboards() -> None:

@@ -47,6 +47,9 @@ class Output:
         prepare_output_path(report_file, "--report-file")
         self.report_file = report_file
         self.quiet = quiet
+        from cdc_monitor.runtime.progress import on_terminal
+
+        self.live = on_terminal(quiet)  # the running step on a live line (runtime/progress.py)
 
     def log(self, message: str) -> None:
         if not self.quiet:

@@ -79,7 +79,7 @@ def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc
         out.log(f"cdc-monitor: reconciling against {jdbc.shown_url} ...")
         again = (settle_s, lambda: prepare_input(paths, flags).read(spark)) if settle_s is not None else None
         outcome = run_reconcile(source_input.read(spark), jdbc, names, cfg.roles, max_samples, rows_per_partition,
-                                progress=lambda line: out.log(f"cdc-monitor: {line}"), settle=again)
+                                progress=lambda line: out.log(f"cdc-monitor: {line}"), settle=again, live=out.live)
         out.reconcile_report(outcome)
         lineage.complete(outcome, **{output_mode: report_file})
     from cdc_monitor.sinks import prometheus

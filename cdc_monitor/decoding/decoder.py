@@ -18,6 +18,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from cdc_monitor.avro.schemas import AVRO_BRANCH_JSON
 from cdc_monitor.decoding.envelope import SOURCE_FIELDS, SOURCE_SCHEMA
 from cdc_monitor.errors import EnvironmentProblem
 from cdc_monitor.runtime.jvm import operator_jar_problem, register_java_function
@@ -68,6 +69,7 @@ DECODED = T.StructType([
         ("value_schema_hash", _L), ("key_schema_hash", _L),  # a version of each embedded schema
         # key_payload as events.canonical_key writes it, where the decoder can (a flat object); else null
         ("key_canonical", _S),
+        ("avro_json", _B),  # the value was Avro's JSON encoding, read as the JSON converter's text (java/AvroJson.java)
     )
 ])
 # the embedded schemas' texts: only reconcile reads them (checks read their hashes and the decoder's verdicts)
@@ -80,8 +82,9 @@ def decoded_type(texts: bool) -> T.StructType:
 
 
 @lru_cache(maxsize=16)
-def decoder_config(roles: TopicRoles, texts: bool = False) -> str:
-    """The JSON text the decoder is configured with (one per topic roles and column set)."""
+def decoder_config(roles: TopicRoles, texts: bool = False, detect_avro_json: bool = True) -> str:
+    """The JSON text the decoder is configured with (one per topic roles, column set and Avro-JSON
+    detection: off where --avro-json or --no-avro-json decided)."""
     return json.dumps({
         "source_fields": SOURCE_FIELDS,
         "connectors": CONNECTORS,
@@ -108,6 +111,8 @@ def decoder_config(roles: TopicRoles, texts: bool = False) -> str:
         "position_forms": POSITION_FORMS,
         # presence judged by another rule (missing_source_field, op_missing), types still checked
         "skip_null_check": ["op", *sorted({f"source.{f}" for fields in REQUIRED_SOURCE.values() for f in fields})],
+        "detect_avro_json": detect_avro_json,
+        "avro_branches": AVRO_BRANCH_JSON,
         "fields": decoded_type(texts).fieldNames(),
     }, separators=(",", ":"))
 
@@ -130,7 +135,8 @@ def _udf_name(texts: bool) -> str:
 
 
 def decode_column(topic: Column, key: Column, value: Column, pre: tuple[Column, Column, Column], roles: TopicRoles,
-                  texts: bool = False) -> Column:
+                  texts: bool = False, detect_avro_json: bool = True) -> Column:
     """The decoder's struct for one record (register_decoder first). ``pre``: an Avro stage's error,
-    detail and message (decoding/avro_wire.py), nulls on JSON input. ``texts``: with the embedded schemas' texts."""
-    return F.call_udf(_udf_name(texts), topic, key, value, *pre, F.lit(decoder_config(roles, texts)))
+    detail and message (decoding/avro_wire.py), nulls on JSON input. ``texts``: with the embedded schemas' texts.
+    ``detect_avro_json``: a value in Avro's JSON encoding is recognised and read as the JSON converter's."""
+    return F.call_udf(_udf_name(texts), topic, key, value, *pre, F.lit(decoder_config(roles, texts, detect_avro_json)))

@@ -31,6 +31,7 @@ shows). Columns:
 | change_event | a data event with op c/u/d that is not part of a snapshot (what lag is measured over) |
 | snapshot_event | a data event of a snapshot (op r, or source.snapshot true/last/incremental/...) |
 | envelope | a data event that is a Debezium envelope (not a flattened row or wrapper object) |
+| avro_json | the value was Avro's JSON encoding, recognised without ``--avro-json``: read, and its key, as JSON converter text |
 
 With ``texts=True`` (reconcile), also ``value_text`` and the embedded schemas' texts
 ``value_schema``, ``key_schema``; the checks never read them, so no checkpoint holds them.
@@ -75,11 +76,13 @@ def canonical_key(payload: Column) -> Column:
 
 
 def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tuple[str, ...] = (),
-                   texts: bool = False) -> DataFrame:
+                   texts: bool = False, avro_json: bool | None = None) -> DataFrame:
     """Kafka-source records -> the events frame, through the one decoder (decoding/decoder.py).
 
     ``keep``: columns of ``records`` passed through unchanged (watch keeps the raw record beside its
-    decoding). ``texts``: with the value text and the embedded schemas' texts (reconcile)."""
+    decoding). ``texts``: with the value text and the embedded schemas' texts (reconcile).
+    ``avro_json``: the setting (``ScanConfig.avro_json``): None, each value in Avro's JSON encoding is
+    recognised by the decoder; True, an Avro stage read every record so already; False, none is."""
     roles = roles or TopicRoles()
     register_decoder(records.sparkSession, texts)
     base = records.select(
@@ -96,7 +99,8 @@ def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tu
     pre = (F.col("pre_error"), F.col("pre_detail"), F.col("pre_message"))  # an Avro stage's verdict (avro_wire.py)
     decoded = [n for n in decoded_type(texts).fieldNames()
                if n not in ("key_payload", "key_canonical", "value_schema_hash", "key_schema_hash")]
-    events = base.withColumn("d", decode_column(F.col("topic"), F.col("key"), F.col("value_text"), pre, roles, texts)).select(
+    events = base.withColumn("d", decode_column(F.col("topic"), F.col("key"), F.col("value_text"), pre, roles, texts,
+                                                avro_json is None)).select(
         "topic", "partition", "offset", "record_ts_ms", "timestamp_type", "key", *(["value_text"] if texts else []), *keep,
         *[d[n].alias(n) for n in decoded],
         F.coalesce(d["key_canonical"], canonical_key(d["key_payload"])).alias("key_payload"),

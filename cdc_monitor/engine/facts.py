@@ -44,6 +44,9 @@ def census_frame(events: DataFrame, by: tuple[Column, ...] = (), more: tuple[Col
         F.count(F.when(F.size("verdicts") > 0, 1)).alias("verdict_records"),
         F.count(F.when(topic_flagged(), 1)).alias("topic_flagged"),
         F.count(F.when(F.expr(SEQUENCED), 1)).alias("sequenced"),
+        # the first change event (record time, topic, partition, offset): when a table's changes began
+        # streaming, which a snapshot read after it restarted (the table pass's snapshot_restarted)
+        F.min(F.when(F.col("change_event"), F.struct("record_ts_ms", "topic", "partition", "offset"))).alias("first_change"),
         *more,
     )
 
@@ -51,6 +54,20 @@ def census_frame(events: DataFrame, by: tuple[Column, ...] = (), more: tuple[Col
 def window_facts(events: DataFrame) -> WindowFacts:
     """One Spark job."""
     return facts_from_rows(census_frame(events).collect())
+
+
+def _field(row: Any, name: str) -> Any:
+    """``row[name]``, None where the row has no such field (a census of an earlier grain)."""
+    try:
+        return row[name]
+    except (KeyError, ValueError, IndexError):
+        return None
+
+
+def _at(first: Any) -> tuple:
+    """A first change's place in Spark's order (a missing record time first)."""
+    return (first["record_ts_ms"] is not None, first["record_ts_ms"] or 0, first["topic"] or "", first["partition"],
+            first["offset"])
 
 
 def _min(a: int | None, b: int | None) -> int | None:
@@ -77,6 +94,12 @@ def facts_from_rows(rows: list[Row], partitions: list[dict[str, Any]] | None = N
             read = facts.read.setdefault(r["server"], [])
             if r["table"] not in read:
                 read.append(r["table"])
+        first = _field(r, "first_change")
+        if first is not None and r["server"] is not None and r["table"] is not None:
+            key = f"{r['server']}|{r['table']}"
+            known = facts.first_change.get(key)
+            if known is None or _at(first) < _at(known):
+                facts.first_change[key] = first.asDict()
     for p in facts.partitions:
         if p["from_start"] or p["min_ts_ms"] is None:
             continue

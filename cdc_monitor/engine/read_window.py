@@ -21,6 +21,7 @@ from cdc_monitor.decoding import decode_records
 from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.engine.window import WindowFrames
 from cdc_monitor.runtime.connect import is_connect
+from cdc_monitor.runtime.failures import note_window
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -41,6 +42,7 @@ class ReadWindow:
     registry_ids: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # topic -> schema ids (Avro)
     driver_findings: list[dict[str, Any]] = field(default_factory=list)  # known without reading records
     other_findings: list[DataFrame] = field(default_factory=list)  # the unreadable lines'
+    records: int = 0  # decoded records
 
     @property
     def frames(self) -> WindowFrames:
@@ -54,17 +56,21 @@ def read_window(source: SourceResult, cfg: ScanConfig, cache: FrameCache,
     driver_findings: list[dict[str, Any]] = []
     records, registry_ids = _value_format(source.records, cfg, cache, driver_findings)
     counted = Observation("decoded")
-    events = cache.materialize(decode_records(records, cfg.roles).observe(counted, F.count(F.lit(1)).alias("n")))
+    decoded = decode_records(records, cfg.roles, avro_json=cfg.avro_json)
+    events = cache.materialize(decoded.observe(counted, F.count(F.lit(1)).alias("n")))
     # a small window is checked in one partition: no shuffles (engine/cache.py); a window read in
     # several is held again in one (a job more, only then: one partition plans every check without a shuffle).
     # (A Spark Connect session does not return observed metrics read from a checkpoint: counted instead, a job more)
     decoded = counted.get.get("n")
-    cache.one_partition = (events.count() if decoded is None else decoded) <= cfg.one_partition_rows
+    decoded = events.count() if decoded is None else decoded
+    note_window(decoded)
+    cache.one_partition = decoded <= cfg.one_partition_rows
     # (a Connect client cannot ask a frame its partitions: it holds the window in one again, a small job)
     if cache.one_partition and (is_connect(events.sparkSession) or events.rdd.getNumPartitions() > 1):
         events = cache.materialize(events)
     lap("read_decode", "")
-    window = ReadWindow(events, window_facts(events), registry_ids=registry_ids, driver_findings=driver_findings)
+    window = ReadWindow(events, window_facts(events), registry_ids=registry_ids, driver_findings=driver_findings,
+                        records=decoded)
     # the decode pass counted unreadable input lines: read them again only when there are some
     seen = source.rejects_observed.get.get("rejects") if source.rejects_observed is not None else None
     if source.rejects is not None and seen != 0:

@@ -6,11 +6,14 @@ import gzip
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from cdc_monitor.checks.catalogue import CATALOGUE
 from cdc_monitor.generator.records import Traffic, serialize
 from cdc_monitor.vocabulary import LABELS_SUFFIX
+
+if TYPE_CHECKING:
+    from cdc_monitor.runtime.progress import Counter
 
 
 def kcat_lines(traffic: Traffic) -> Iterator[str]:
@@ -60,11 +63,14 @@ def _open(path: Path) -> IO[str]:
     return path.open("w", encoding="utf-8")
 
 
-def write_capture(traffic: Traffic, path: str | Path, labels_path: str | Path | None = None) -> dict[str, Any]:
+def write_capture(traffic: Traffic, path: str | Path, labels_path: str | Path | None = None,
+                  counter: Counter | None = None) -> dict[str, Any]:
+    """``counter``: counts the records written (a terminal's live line: runtime/progress.py)."""
     path = Path(path)
     n = 0
+    lines = kcat_lines(traffic) if counter is None else counter.counting(kcat_lines(traffic))
     with _open(path) as fh:
-        for line in kcat_lines(traffic):
+        for line in lines:
             fh.write(line + "\n")
             n += 1
     written: dict[str, Any] = {"capture": str(path), "records": n}

@@ -8,13 +8,16 @@ hold records.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.errors import InputError
 from cdc_monitor.generator.records import Rec, Traffic, serialize
 from cdc_monitor.sources.kafka.client import unreachable
 from cdc_monitor.sources.kafka.options import KafkaOptions
 from cdc_monitor.vocabulary import TopicRoles
+
+if TYPE_CHECKING:
+    from cdc_monitor.runtime.progress import Counter
 
 
 def topic_partitions(traffic: Traffic) -> dict[str, int]:
@@ -65,9 +68,10 @@ def _encoder(traffic: Traffic, registry: dict[str, str] | None) -> Callable[[Rec
 
 
 def produce_traffic(traffic: Traffic, opts: KafkaOptions, records: list[Rec] | None = None,
-                    registry: dict[str, str] | None = None) -> dict[str, Any]:
+                    registry: dict[str, str] | None = None, counter: Counter | None = None) -> dict[str, Any]:
     """Send every record (or ``records``, a slice of them) in generation order; returns counts.
-    Record offsets become the broker's. Avro traffic needs ``registry`` (url, basic_auth_user_info)."""
+    Record offsets become the broker's. Avro traffic needs ``registry`` (url, basic_auth_user_info).
+    ``counter``: counts the records sent (a terminal's live line: runtime/progress.py)."""
     from confluent_kafka import Producer
 
     encode = _encoder(traffic, registry)
@@ -87,7 +91,7 @@ def produce_traffic(traffic: Traffic, opts: KafkaOptions, records: list[Rec] | N
         return cb
 
     chosen = traffic.records if records is None else records
-    for rec in chosen:
+    for rec in chosen if counter is None else counter.counting(chosen):
         key, value = encode(rec)
         headers = [(k, v.encode()) for k, v in rec.headers] if rec.headers else None
         while True:

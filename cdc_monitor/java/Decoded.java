@@ -24,6 +24,7 @@ final class Decoded {
         "source", "before", "after", "value_schema", "key_schema", "key_payload", "status", "marker_id",
         "marker_key", "has_message", "has_update_description", "update_hash", "marker_event_count",
         "marker_collections", "ddl_tables", "verdicts", "value_schema_hash", "key_schema_hash", "key_canonical",
+        "avro_json",
     };
 
     private final DecoderConfig cfg;
@@ -41,6 +42,7 @@ final class Decoded {
     private final long[] schemaHash = new long[1];
     Long valueSchemaHash;
     Long keySchemaHash;
+    boolean avroJson;  // the value was Avro's JSON encoding, read as the JSON converter's (AvroJson)
     private int payloadFrom = -1;
     private int payloadTo = -1;
 
@@ -322,7 +324,7 @@ final class Decoded {
             e.before, e.after, valueSchema, keySchema, keyPayload, status, markerId, txnKey(markerId),
             e.message != null, e.patch != null || e.updateDescription != null, updateHash(),
             JsonText.toLong(e.eventCount), collections(), kind.equals("schema_change") ? c.ddlTables() : null,
-            verdicts, valueSchemaHash, keySchemaHash, JsonText.canonicalFlatObject(keyPayload),
+            verdicts, valueSchemaHash, keySchemaHash, JsonText.canonicalFlatObject(keyPayload), avroJson,
         };
         for (int k = 0; k < all.length; k++) {
             int slot = cfg.slots[k];

@@ -47,6 +47,8 @@ final class DecoderConfig {
     final Map<String, List<String[]>> positionForms = new HashMap<>();
     private final Map<String, Pattern> patterns = new HashMap<>();
     final Set<String> skipNullCheck = new HashSet<>();
+    final boolean detectAvroJson;  // recognise Avro-JSON values per record (AvroJson); off when forced either way
+    final Map<String, String> avroBranches = new HashMap<>();  // a union branch's name -> its value's JSON type
     final String[] fields;  // the output columns, in order
     final int[] slots;  // per Decoded.COLUMN index: its position in the output, -1 when not asked for
 
@@ -98,6 +100,10 @@ final class DecoderConfig {
                 patterns.computeIfAbsent(pair[1], Pattern::compile);
             }
             positionForms.put(e.getKey(), forms);
+        }
+        detectAvroJson = c.get("detect_avro_json").asBoolean();
+        for (Map.Entry<String, JsonNode> e : c.get("avro_branches").properties()) {
+            avroBranches.put(e.getKey(), e.getValue().asText());
         }
         fields = strings(c.get("fields"));
         slots = new int[Decoded.COLUMNS.length];

@@ -3,11 +3,8 @@ package cdcmonitor;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
-import java.util.TreeSet;
 
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -16,18 +13,18 @@ import org.apache.spark.sql.api.java.UDF2;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * The key pass: every rule of the ordering check judged over one key's records, in one call (a Java
- * UDF over the key's records collected by the pass's one aggregate: checks/ordering.py). Spark's
- * public UDF API; the rules are declared in checks/ordering.py and named here by the same codes
- * ({@link #CODES}; tests/unit/test_decoder_rules.py holds both sides equal).
+ * The key pass: every rule of the ordering check judged over one key's records (checks/ordering.py).
+ * The rules are declared in checks/ordering.py and named here by the same codes ({@link #CODES};
+ * tests/unit/test_decoder_rules.py holds both sides equal).
  *
- * <p>Input: the records of one (topic, key payload), each a {@link Rec} (the struct
- * checks/ordering.py builds, fields in that order), in any order; and whether the group has a key
- * (keyless data events of a topic are one group: only copies are judged among them). Output: the
- * findings, each (rule, partition, offset, offsets, key, txn_id, message, server, table, record_ts_ms).
- *
- * <p>Memory: one group's records at a time, as narrow rows (no row images: their hash), then
- * per partition in offset order, one pass.
+ * <p>One judge, {@link Walk}, fed a (topic, key payload)'s records in {@link #ORDER} (partition,
+ * offset) two ways: as a sorted stream on a classic session ({@link #stream}, through {@link Passes}:
+ * memory does not grow with the key's records), or, over Spark Connect, as this class's Java UDF over
+ * the key's collected records (held as one array, sorted here). A record is a {@link Rec} (the struct
+ * checks/ordering.py builds, fields in that order), its copies already found by the pass's SQL (a
+ * window per key, partition and content: {@code copy_of}); whether the group has a key (keyless data
+ * events of a topic are one group: only copies are judged among them). Output: the findings, each
+ * (rule, partition, offset, offsets, key, txn_id, message, server, table, record_ts_ms).
  */
 public final class KeyJudge implements UDF2<scala.collection.Seq<Row>, Boolean, List<Row>> {
     private static final long serialVersionUID = 1L;
@@ -54,7 +51,6 @@ public final class KeyJudge implements UDF2<scala.collection.Seq<Row>, Boolean, 
         final String op;
         final Boolean snapshot;
         final List<Object> position;
-        final Long content;
         final String processed;
         final boolean fromStart;
         final String key;
@@ -62,21 +58,26 @@ public final class KeyJudge implements UDF2<scala.collection.Seq<Row>, Boolean, 
         final String server;
         final String table;
 
-        Rec(Row r) {
-            partition = r.getInt(0);
-            offset = r.getLong(1);
-            recordTs = r.isNullAt(2) ? null : r.getLong(2);
-            tombstone = !r.isNullAt(3) && r.getBoolean(3);
-            op = r.getString(4);
-            snapshot = r.isNullAt(5) ? null : r.getBoolean(5);
-            position = r.isNullAt(6) ? null : CollectionConverters.asJava(r.<Object>getSeq(6));
-            content = r.isNullAt(7) ? null : r.getLong(7);
-            processed = r.getString(8);
-            fromStart = !r.isNullAt(9) && r.getBoolean(9);
-            key = r.getString(10);
-            txnId = r.getString(11);
-            server = r.getString(12);
-            table = r.getString(13);
+        final Long copyOf;  // a copy of an earlier data event of the key's partition: that event's offset
+        final String copyOfProcessed;  // and its processing time
+
+        /** The record at fields {@code b..} of {@code r}. */
+        Rec(Row r, int b) {
+            partition = r.getInt(b);
+            offset = r.getLong(b + 1);
+            recordTs = r.isNullAt(b + 2) ? null : r.getLong(b + 2);
+            tombstone = !r.isNullAt(b + 3) && r.getBoolean(b + 3);
+            op = r.getString(b + 4);
+            snapshot = r.isNullAt(b + 5) ? null : r.getBoolean(b + 5);
+            position = r.isNullAt(b + 6) ? null : CollectionConverters.asJava(r.<Object>getSeq(b + 6));
+            processed = r.getString(b + 7);
+            fromStart = !r.isNullAt(b + 8) && r.getBoolean(b + 8);
+            key = r.getString(b + 9);
+            txnId = r.getString(b + 10);
+            server = r.getString(b + 11);
+            table = r.getString(b + 12);
+            copyOf = r.isNullAt(b + 13) ? null : r.getLong(b + 13);
+            copyOfProcessed = r.getString(b + 14);
         }
 
         boolean data() {
@@ -98,75 +99,121 @@ public final class KeyJudge implements UDF2<scala.collection.Seq<Row>, Boolean, 
     public List<Row> call(scala.collection.Seq<Row> rows, Boolean keyed) {
         List<Rec> recs = new ArrayList<>(rows.size());
         for (Row r : CollectionConverters.asJava(rows)) {
-            recs.add(new Rec(r));
+            recs.add(new Rec(r, 0));
         }
-        return judge(recs, Boolean.TRUE.equals(keyed));
-    }
-
-    static List<Row> judge(List<Rec> recs, boolean keyed) {
-        recs.sort(Comparator.comparingInt((Rec r) -> r.partition).thenComparingLong(r -> r.offset));
+        recs.sort(ORDER);
         List<Row> out = new ArrayList<>();
-        // the partition of the key's first record (by record time) is its home
-        Rec first = null;
-        TreeSet<Integer> partitions = new TreeSet<>();
+        Walk walk = new Walk(Boolean.TRUE.equals(keyed), null);
         for (Rec r : recs) {
-            partitions.add(r.partition);
-            if (first == null || HOME.compare(r, first) < 0) {
-                first = r;
-            }
+            walk.accept(r, out);
         }
-        boolean multi = keyed && partitions.size() > 1;
-        int home = first == null ? 0 : first.partition;
-        int i = 0;
-        while (i < recs.size()) {
-            int j = i;
-            while (j < recs.size() && recs.get(j).partition == recs.get(i).partition) {
-                j++;
-            }
-            partition(recs.subList(i, j), keyed, multi, home, out);
-            i = j;
-        }
+        walk.end(out);
         return out;
     }
 
-    /** Smallest record time first (a missing one before any), then partition and offset. */
-    private static final Comparator<Rec> HOME = Comparator
-            .comparing((Rec r) -> r.recordTs, Comparator.nullsFirst(Comparator.naturalOrder()))
-            .thenComparingInt(r -> r.partition).thenComparingLong(r -> r.offset);
+    /** The pass's order within a key: partition, offset (checks/ordering.py sorts the stream alike). */
+    static final Comparator<Rec> ORDER = Comparator.comparingInt((Rec r) -> r.partition).thenComparingLong(r -> r.offset);
 
-    /** One partition's records of the key, in offset order. */
-    private static void partition(List<Rec> recs, boolean keyed, boolean multi, int home, List<Row> out) {
-        Map<Long, Rec> originals = new HashMap<>();  // content -> its first copy
-        String prevAnyOp = null;  // the previous record's op ('~' for a tombstone), null for none (or no op)
-        boolean any = false;
-        Rec prev = null;  // the previous data event that is no copy (c, u, d, r)
-        int n = 0;
-        for (Rec r : recs) {
-            String before = any ? prevAnyOp : null;
-            any = true;
-            prevAnyOp = r.data() ? r.op : "~";
-            if (r.data() && r.content != null) {
-                Rec original = originals.putIfAbsent(r.content, r);
-                if (original != null) {
-                    copy(r, original, out);
-                    continue;
+    /** The key pass as a stream (Passes): rows (topic, key_payload, then a Rec's fields), each key's in
+     * {@link #ORDER}; findings prefixed by the topic. */
+    public static org.apache.spark.sql.Dataset<Row> stream(org.apache.spark.sql.Dataset<Row> records,
+            List<String> group, List<String> order, String outDdl) {
+        return Passes.walk(records, group, order, (key, first) -> {
+            Walk walk = new Walk(!key.isNullAt(1), key.getString(0));
+            return new Passes.Walk() {
+                @Override
+                public void accept(Row row, List<Row> out) {
+                    walk.accept(new Rec(row, 2), out);
                 }
+
+                @Override
+                public void end(List<Row> out) {
+                    walk.end(out);
+                }
+            };
+        }, outDdl);
+    }
+
+    /** One partition's state for a key: what its first records deferred, where it starts. */
+    private static final class Part {
+        final Rec first;
+        final List<Long> offsets = new ArrayList<>();
+        final List<Row> pending = new ArrayList<>();  // first-record findings, judged only if the key is in one partition
+        String prevAnyOp;  // the previous record's op ('~' for a tombstone), null for none (or no op)
+        boolean any;
+        Rec prev;  // the previous data event that is no copy (c, u, d, r)
+        int n;
+
+        Part(Rec first) {
+            this.first = first;
+        }
+    }
+
+    /** One key's records walked in {@link #ORDER}: what each rule needs, no more (the previous record
+     * per partition; per partition seen, its first record, first offsets and deferred findings). */
+    static final class Walk {
+        private final boolean keyed;
+        private final String topic;  // the stream's prefix; null: a UDF's finding, no prefix
+        private final List<Part> parts = new ArrayList<>();
+        private Part part;
+        private Rec home;  // the key's first record by record time: its partition is the key's home
+
+        Walk(boolean keyed, String topic) {
+            this.keyed = keyed;
+            this.topic = topic;
+        }
+
+        private Row finding(String rule, Rec r, List<Long> offsets, String message) {
+            Row f = KeyJudge.finding(rule, r, offsets, message);
+            if (topic == null) {
+                return f;
+            }
+            return RowFactory.create(topic, f.get(0), f.get(1), f.get(2), f.get(3), f.get(4), f.get(5), f.get(6),
+                    f.get(7), f.get(8), f.get(9));
+        }
+
+        private Row finding(String rule, Rec r, String message) {
+            return finding(rule, r, List.of(r.offset), message);
+        }
+
+        void accept(Rec r, List<Row> out) {
+            if (home == null || HOME.compare(r, home) < 0) {
+                home = r;
+            }
+            if (part == null || part.first.partition != r.partition) {
+                part = new Part(r);
+                parts.add(part);
+            }
+            Part p = part;
+            if (p.offsets.size() < MAX_OFFSETS) {
+                p.offsets.add(r.offset);
+            }
+            String before = p.any ? p.prevAnyOp : null;
+            p.any = true;
+            p.prevAnyOp = r.data() ? r.op : "~";
+            if (r.data() && r.copyOf != null) {
+                out.add(copy(r));
+                return;
             }
             if (!keyed) {
-                continue;
+                return;
             }
             if (r.tombstone) {
-                if (before == null ? r.fromStart && !multi : !before.equals("d")) {
-                    out.add(finding(TOMBSTONE_WITHOUT_DELETE, r, before == null
-                            ? "tombstone is the key's first record" : "tombstone not preceded by a delete"));
+                if (before == null) {
+                    if (r.fromStart) {
+                        p.pending.add(finding(TOMBSTONE_WITHOUT_DELETE, r, "tombstone is the key's first record"));
+                    }
+                } else if (!before.equals("d")) {
+                    out.add(finding(TOMBSTONE_WITHOUT_DELETE, r, "tombstone not preceded by a delete"));
                 }
-                continue;
+                return;
             }
             if (r.op == null || !(r.op.equals("c") || r.op.equals("u") || r.op.equals("d") || r.op.equals("r"))) {
-                continue;
+                return;
             }
-            n++;
+            p.n++;
             boolean updateOrDelete = r.op.equals("u") || r.op.equals("d");
+            Rec prev = p.prev;
             if (prev != null && r.position != null && prev.position != null && Boolean.FALSE.equals(r.snapshot)
                     && Boolean.FALSE.equals(prev.snapshot) && comparePositions(r.position, prev.position) < 0) {
                 out.add(finding(POSITION_REGRESSION, r, "source position " + text(r.position)
@@ -175,37 +222,42 @@ public final class KeyJudge implements UDF2<scala.collection.Seq<Row>, Boolean, 
             if (prev != null && updateOrDelete && "d".equals(prev.op)) {
                 out.add(finding(EVENT_AFTER_DELETE, r, "op " + r.op + " after the key was deleted"));
             }
-            if (n == 1 && updateOrDelete && r.fromStart && !multi) {
-                out.add(finding(MISSING_CREATE, r, "op " + r.op + " of a key never created in this partition"));
+            if (p.n == 1 && updateOrDelete && r.fromStart) {
+                p.pending.add(finding(MISSING_CREATE, r, "op " + r.op + " of a key never created in this partition"));
             }
-            prev = r;
+            p.prev = r;
         }
-        if (multi && recs.get(0).partition != home) {
-            List<Long> offsets = new ArrayList<>();
-            for (Rec r : recs) {
-                if (offsets.size() == MAX_OFFSETS) {
-                    break;
+
+        void end(List<Row> out) {
+            boolean multi = keyed && parts.size() > 1;
+            for (Part p : parts) {
+                if (!multi) {
+                    out.addAll(p.pending);
+                } else if (p.first.partition != home.partition) {
+                    out.add(finding(KEY_IN_MULTIPLE_PARTITIONS, p.first, p.offsets,
+                            "key also in partition " + home.partition + " of this topic"));
                 }
-                offsets.add(r.offset);
             }
-            out.add(finding(KEY_IN_MULTIPLE_PARTITIONS, recs.get(0), offsets,
-                    "key also in partition " + home + " of this topic"));
+        }
+
+        /** A copy of an earlier data event: the same record again, or the same change processed again. */
+        private Row copy(Rec r) {
+            if (Objects.equals(r.copyOfProcessed, r.processed)) {
+                return finding(DUPLICATE, r, "the record at offset " + r.copyOf
+                        + " again: same op, row, source position and processing time");
+            }
+            return finding(REPLAYED_AFTER_RESTART, r, "the change event at offset " + r.copyOf
+                    + " sent again (same op, row and source position), processed again at "
+                    + (r.processed == null ? "?" : r.processed) + " (first at "
+                    + (r.copyOfProcessed == null ? "?" : r.copyOfProcessed)
+                    + "): the connector resumed from an earlier committed offset");
         }
     }
 
-    /** A copy of an earlier data event: the same record again, or the same change processed again. */
-    private static void copy(Rec r, Rec original, List<Row> out) {
-        if (Objects.equals(original.processed, r.processed)) {
-            out.add(finding(DUPLICATE, r, "the record at offset " + original.offset
-                    + " again: same op, row, source position and processing time"));
-        } else {
-            out.add(finding(REPLAYED_AFTER_RESTART, r, "the change event at offset " + original.offset
-                    + " sent again (same op, row and source position), processed again at "
-                    + (r.processed == null ? "?" : r.processed) + " (first at "
-                    + (original.processed == null ? "?" : original.processed)
-                    + "): the connector resumed from an earlier committed offset"));
-        }
-    }
+    /** Smallest record time first (a missing one before any), then partition and offset. */
+    private static final Comparator<Rec> HOME = Comparator
+            .comparing((Rec r) -> r.recordTs, Comparator.nullsFirst(Comparator.naturalOrder()))
+            .thenComparingInt(r -> r.partition).thenComparingLong(r -> r.offset);
 
     /** Spark's order of two arrays of bigint: element by element (a null first), then the shorter first. */
     static int comparePositions(List<Object> a, List<Object> b) {

@@ -1,13 +1,9 @@
 package cdcmonitor;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
 
 import org.apache.spark.sql.Row;
@@ -18,126 +14,168 @@ import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The transaction pass's data side: one transaction's data events (and whether any BEGIN/END names
- * it) judged in one call, a Java UDF over the records one aggregate per (server, transaction key)
- * collects (checks/transactions.py). Spark's public UDF API.
+ * it) judged (checks/transactions.py).
  *
- * <p>Input: the group's records, each a {@link Rec} (checks/transactions.py's struct, fields in that
- * order), in any order; the span of record times the server's transaction topic covers (lo, hi;
- * null without one). Output: one struct: the data events seen (copies of one event counted once:
- * the same topic, key and content), seen per collection, the first event whose total_order or
- * data_collection_order breaks 1..n with how many break, and the orphan events (a data event of a
- * transaction no marker names, inside the span); each event named with its place and record time.
+ * <p>One judge, {@link Walk}, fed a (server, transaction key)'s records in {@link #ORDER} (markers
+ * first, then total_order, topic, partition, offset) two ways: as a sorted stream on a classic session
+ * ({@link #stream}, through {@link Passes}: memory does not grow with the transaction's events), or,
+ * over Spark Connect, as this class's Java UDF over the group's collected records (held as one array,
+ * sorted here). A record is a {@link Rec} (checks/transactions.py's fields, in that order: whether a
+ * data event is a copy of an earlier one, the same topic, key and content, and its rank in its
+ * collection by data_collection_order come from the pass's SQL windows); the span of record times the
+ * server's transaction topic covers (lo, hi; null without one). Output rows: one summary (the data
+ * events seen, copies counted once; seen per collection; the first event whose total_order or
+ * data_collection_order breaks 1..n with how many break), and one row per orphan event (a data event,
+ * copies included, of a transaction no marker names, inside the span), each named with its place and
+ * record time.
  */
-public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Long, Row> {
+public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Long, List<Row>> {
     private static final long serialVersionUID = 1L;
 
-    /** One record of the group, as checks/transactions.py's struct gives it. */
+    /** One record of the group, as checks/transactions.py's records give it. */
     static final class Rec {
         final boolean marker;
         final String topic;
         final int partition;
         final long offset;
-        final String keyPayload;
-        final Long content;
         final String table;
         final Long totalOrder;
         final Long collectionOrder;
         final Long recordTs;
         final String key;
         final String txnId;
+        final boolean copy;
+        final Long collectionRank;
 
-        Rec(Row r) {
-            marker = r.getBoolean(0);
-            topic = r.getString(1);
-            partition = r.getInt(2);
-            offset = r.getLong(3);
-            keyPayload = r.getString(4);
-            content = r.isNullAt(5) ? null : r.getLong(5);
-            table = r.getString(6);
-            totalOrder = r.isNullAt(7) ? null : r.getLong(7);
-            collectionOrder = r.isNullAt(8) ? null : r.getLong(8);
-            recordTs = r.isNullAt(9) ? null : r.getLong(9);
-            key = r.getString(10);
-            txnId = r.getString(11);
+        /** The record at fields {@code b..} of {@code r}. */
+        Rec(Row r, int b) {
+            marker = r.getBoolean(b);
+            topic = r.getString(b + 1);
+            partition = r.getInt(b + 2);
+            offset = r.getLong(b + 3);
+            table = r.getString(b + 4);
+            totalOrder = r.isNullAt(b + 5) ? null : r.getLong(b + 5);
+            collectionOrder = r.isNullAt(b + 6) ? null : r.getLong(b + 6);
+            recordTs = r.isNullAt(b + 7) ? null : r.getLong(b + 7);
+            key = r.getString(b + 8);
+            txnId = r.getString(b + 9);
+            copy = !r.isNullAt(b + 10) && r.getBoolean(b + 10);
+            collectionRank = r.isNullAt(b + 11) ? null : r.getLong(b + 11);
         }
     }
+
+    /** The Rec's fields, then the group's parameters (lo, hi): where they start in a stream's row. */
+    static final int FIELDS = 12;
 
     private static final Comparator<String> TEXT = Comparator.nullsFirst(Comparator.naturalOrder());
     private static final Comparator<Long> NUMBER = Comparator.nullsFirst(Comparator.naturalOrder());
     /** Spark's (topic, partition, offset) order. */
     private static final Comparator<Rec> PLACE = Comparator.comparing((Rec r) -> r.topic, TEXT)
             .thenComparingInt(r -> r.partition).thenComparingLong(r -> r.offset);
+    /** The pass's order: markers first, then (total_order, topic, partition, offset). */
+    static final Comparator<Rec> ORDER = Comparator.comparing((Rec r) -> !r.marker)
+            .thenComparing(r -> r.totalOrder, NUMBER).thenComparing(PLACE);
+    private static final Comparator<Rec> BREAK = Comparator
+            .comparingLong((Rec r) -> r.totalOrder == null ? 0L : r.totalOrder).thenComparing(PLACE);
 
     @Override
-    public Row call(scala.collection.Seq<Row> rows, Long lo, Long hi) {
-        List<Rec> data = new ArrayList<>(rows.size());
-        boolean named = false;
+    public List<Row> call(scala.collection.Seq<Row> rows, Long lo, Long hi) {
+        List<Rec> recs = new ArrayList<>(rows.size());
         for (Row r : CollectionConverters.asJava(rows)) {
-            Rec rec = new Rec(r);
-            if (rec.marker) {
-                named = true;
-            } else {
-                data.add(rec);
-            }
+            recs.add(new Rec(r, 0));
         }
-        data.sort(PLACE);
-        List<Row> orphans = new ArrayList<>();
-        if (!named && lo != null && hi != null) {
-            for (Rec r : data) {
-                if (r.recordTs != null && r.recordTs >= lo && r.recordTs <= hi) {
-                    orphans.add(RowFactory.create(r.topic, r.partition, r.offset, r.key, r.txnId, r.table, r.recordTs));
-                }
-            }
+        recs.sort(ORDER);
+        List<Row> out = new ArrayList<>();
+        Walk walk = new Walk(lo, hi, null);
+        for (Rec r : recs) {
+            walk.accept(r, out);
         }
-        if (data.isEmpty()) {
-            return RowFactory.create(null, null, null, null, orphans);
-        }
-        // copies of one event (same topic, key and content) count once: the first by partition and offset
-        List<Rec> seen = new ArrayList<>(data.size());
-        Set<List<Object>> copies = new HashSet<>();
-        for (Rec r : data) {
-            if (copies.add(Arrays.asList(r.topic, r.keyPayload, r.content))) {
-                seen.add(r);
-            }
-        }
-        Map<Rec, Boolean> totalBreak = new HashMap<>();
-        Set<Rec> broken = new HashSet<>();
-        seen.sort(Comparator.comparing((Rec r) -> r.totalOrder, NUMBER).thenComparing(PLACE));
-        for (int i = 0; i < seen.size(); i++) {
-            Rec r = seen.get(i);
-            boolean b = r.totalOrder != null && r.totalOrder != i + 1;
-            totalBreak.put(r, b);
-            if (b) {
-                broken.add(r);
-            }
-        }
-        Map<String, List<Rec>> byTable = new TreeMap<>(TEXT);
-        for (Rec r : seen) {
-            byTable.computeIfAbsent(r.table, t -> new ArrayList<>()).add(r);
-        }
-        Map<String, Long> counts = new TreeMap<>(TEXT);
-        for (Map.Entry<String, List<Rec>> e : byTable.entrySet()) {
-            List<Rec> recs = e.getValue();
-            counts.put(e.getKey(), (long) recs.size());
-            recs.sort(Comparator.comparing((Rec r) -> r.collectionOrder, NUMBER).thenComparing(PLACE));
-            for (int i = 0; i < recs.size(); i++) {
-                Rec r = recs.get(i);
-                if (r.collectionOrder != null && r.collectionOrder != i + 1) {
-                    broken.add(r);
-                }
-            }
-        }
-        Rec first = null;
-        Comparator<Rec> brkOrder = Comparator.comparingLong((Rec r) -> r.totalOrder == null ? 0L : r.totalOrder)
-                .thenComparing(PLACE);
-        for (Rec r : broken) {
-            if (first == null || brkOrder.compare(r, first) < 0) {
-                first = r;
-            }
-        }
-        Row brk = first == null ? null : RowFactory.create(first.topic, first.partition, first.offset, first.key,
-                first.totalOrder, first.collectionOrder, totalBreak.get(first), first.table, first.txnId, first.recordTs);
-        return RowFactory.create((long) seen.size(), counts, brk, (long) broken.size(), orphans);
+        walk.end(out);
+        return out;
     }
 
+    /** The transaction pass as a stream (Passes): rows (server, txn_key, a Rec's fields, lo, hi), each
+     * transaction's in {@link #ORDER}; rows prefixed by the server and transaction key. */
+    public static org.apache.spark.sql.Dataset<Row> stream(org.apache.spark.sql.Dataset<Row> records,
+            List<String> group, List<String> order, String outDdl) {
+        int p = 2 + FIELDS;
+        return Passes.walk(records, group, order, (key, first) -> {
+            Walk walk = new Walk(first.isNullAt(p) ? null : first.getLong(p),
+                    first.isNullAt(p + 1) ? null : first.getLong(p + 1), new Object[] {key.get(0), key.get(1)});
+            return new Passes.Walk() {
+                @Override
+                public void accept(Row row, List<Row> out) {
+                    walk.accept(new Rec(row, 2), out);
+                }
+
+                @Override
+                public void end(List<Row> out) {
+                    walk.end(out);
+                }
+            };
+        }, outDdl);
+    }
+
+    /** One transaction's records walked in {@link #ORDER}: counts (in total and per collection), the
+     * first break and how many, whether a marker names it; orphans as they come. */
+    static final class Walk {
+        private final Long lo;
+        private final Long hi;
+        private final Object[] prefix;  // the stream's (server, txn_key); null: a UDF's row
+        private boolean named;
+        private long seen;
+        private final Map<String, Long> counts = new TreeMap<>(TEXT);
+        private Rec first;  // the first break
+        private boolean firstTotal;  // whether it breaks total_order
+        private long breaks;
+
+        Walk(Long lo, Long hi, Object[] prefix) {
+            this.lo = lo;
+            this.hi = hi;
+            this.prefix = prefix;
+        }
+
+        private Row row(Object seen, Object counts, Object brk, Object breaks, Object orphan) {
+            Object[] f = {seen, counts, brk, breaks, orphan};
+            if (prefix == null) {
+                return RowFactory.create(f);
+            }
+            return RowFactory.create(prefix[0], prefix[1], seen, counts, brk, breaks, orphan);
+        }
+
+        void accept(Rec r, List<Row> out) {
+            if (r.marker) {
+                named = true;
+                return;
+            }
+            if (!named && lo != null && hi != null && r.recordTs != null && r.recordTs >= lo && r.recordTs <= hi) {
+                out.add(row(null, null, null, null,
+                        RowFactory.create(r.topic, r.partition, r.offset, r.key, r.txnId, r.table, r.recordTs)));
+            }
+            if (r.copy) {
+                return;
+            }
+            seen++;
+            counts.merge(r.table, 1L, Long::sum);
+            boolean total = r.totalOrder != null && r.totalOrder != seen;
+            boolean collection = r.collectionOrder != null && !r.collectionOrder.equals(r.collectionRank);
+            if (total || collection) {
+                breaks++;
+                if (first == null || BREAK.compare(r, first) < 0) {
+                    first = r;
+                    firstTotal = total;
+                }
+            }
+        }
+
+        void end(List<Row> out) {
+            if (seen == 0) {
+                out.add(row(null, null, null, null, null));
+                return;
+            }
+            Row brk = first == null ? null : RowFactory.create(first.topic, first.partition, first.offset, first.key,
+                    first.totalOrder, first.collectionOrder, firstTotal, first.table, first.txnId, first.recordTs);
+            out.add(row(seen, counts, brk, breaks, null));
+        }
+    }
 }

@@ -16,6 +16,7 @@ from cdc_monitor.reconcile.compare import classify, samples, summarise, topic_ro
 from cdc_monitor.reconcile.outcome import ReconcileOutcome, TableReconcile, key_object, shown
 from cdc_monitor.reconcile.source_side import read_catalogue, read_position, read_tables
 from cdc_monitor.reconcile.topic_state import latest_state, topic_tables
+from cdc_monitor.runtime.progress import live_steps, spark_tasks
 from cdc_monitor.vocabulary import MISMATCH_STATES, ReconcileState, TopicRoles
 
 if TYPE_CHECKING:
@@ -36,26 +37,34 @@ def _checksum(value: int | None) -> str:
 def run_reconcile(source: SourceResult, jdbc: JdbcSettings, tables: tuple[str, ...] = (),
                   roles: TopicRoles | None = None, max_samples: int = 10, rows_per_partition: int = 500_000,
                   progress: Callable[[str], None] | None = None,
-                  settle: tuple[float, Callable[[], SourceResult]] | None = None) -> ReconcileOutcome:
+                  settle: tuple[float, Callable[[], SourceResult]] | None = None, live: bool = False) -> ReconcileOutcome:
     """``settle``: (seconds, a function reading the window again): mismatching keys are checked once
-    more that much later, against a fresh read of both sides; those that then agree were in flight."""
+    more that much later, against a fresh read of both sides; those that then agree were in flight.
+    ``live``: the running step on a live line (a terminal's: runtime/progress.py)."""
     started = time.time()
     timings: dict[str, float] = {}
     mark = [started]
+    spark = source.records.sparkSession
+    steps = live_steps(live, "read decode", lambda: spark_tasks(spark))
 
-    def lap(name: str) -> None:
+    def lap(name: str, then: str | None = None) -> None:
+        """``name`` ended (its line), ``then`` runs next (the live line's)."""
         now = time.time()
         timings[name] = round(now - mark[0], 3)
         mark[0] = now
         if progress is not None:
             progress(f"{name.replace('_', ' ')}: {timings[name]:.1f}s")
+        if then:
+            steps.step(then)
+        else:
+            steps.idle()
 
-    spark = source.records.sparkSession
     events = decode_records(source.records, roles, texts=True).persist()
+    steps.start()
     try:
         records = events.count()
         window = topic_tables(events)
-        lap("read_decode")
+        lap("read_decode", "source catalogue")
         wanted = list(tables) or sorted(window)
         catalogue = read_catalogue(spark, jdbc, wanted)
         absent = [t for t in wanted if t not in catalogue]
@@ -76,19 +85,22 @@ def run_reconcile(source: SourceResult, jdbc: JdbcSettings, tables: tuple[str, .
         window_txid = _newest_txid(window)
         classified, partitions = _classified(events, window, jdbc, chosen, rows_per_partition)
         classified = classified.persist()
-        lap("source_catalogue")
+        lap("source_catalogue", "compare")
         try:
             counts, diffs = summarise(classified)
-            lap("compare")
-            if settle is not None and any(r["state"] in MISMATCHES for r in counts):
-                classified, counts, diffs = _settle(classified, settle, jdbc, chosen, roles, rows_per_partition)
-                lap("settle")
+            settling = settle if settle is not None and any(r["state"] in MISMATCHES for r in counts) else None
+            lap("compare", "settle" if settling else "samples")
+            if settling is not None:
+                classified, counts, diffs = _settle(classified, settling, jdbc, chosen, roles, rows_per_partition)
+                lap("settle", "samples")
             examples = samples(classified, max_samples) if any(
                 r["state"] != ReconcileState.MATCH.value for r in counts) else []
+            steps.idle()
         finally:
             classified.unpersist()
     finally:
         events.unpersist()
+        steps.stop()
     lsns = [t.max_lsn for t in window.values() if t.max_lsn is not None]
     result = ReconcileOutcome(
         tables=[_table(t, counts, diffs, examples, partitions.get(t.name, 1), window[t.name].topics if t.name in window else ())

@@ -4,6 +4,9 @@ data: the session applies them, the class archive's warm-up JVM reads the driver
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 # a quick-to-compile JVM for small inputs: C1 only, the serial collector
 SMALL_INPUT = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -62,3 +65,30 @@ SMALL_PLANS_ON_A_CLUSTER: dict[str, str] = {
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 SMALL_ON_A_CLUSTER: dict[str, str] = {**SMALL_PLANS_ON_A_CLUSTER, "spark.executor.extraJavaOptions": SMALL_INPUT}
+
+
+# what a large window's checks run with where the session runs interpreted (local mode's default above)
+GENERATED_CODE: dict[str, str] = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+
+
+@contextmanager
+def generated_code(spark: Any, on: bool) -> Iterator[None]:
+    """Within the block, ``spark``'s plans use generated code when ``on`` (a large window: its checks'
+    compiled classes cost a fixed few seconds and save a share of every record's cost; a Spark Connect
+    session or one already generating code is left as it is); the session's settings after."""
+    from cdc_monitor.runtime.connect import is_connect
+
+    if not on or is_connect(spark) or spark.conf.get("spark.sql.codegen.wholeStage", "true") == "true":
+        yield
+        return
+    before = {k: spark.conf.get(k, None) for k in GENERATED_CODE}
+    for k, v in GENERATED_CODE.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)

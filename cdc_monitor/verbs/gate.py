@@ -37,8 +37,9 @@ class Outcome:
         return EXIT_FINDINGS if self.result.failed else EXIT_OK
 
 
-def run(settings: Settings, log: Callable[[str], None] = lambda line: None) -> Outcome:
-    """Unknown expectations and unusable inputs stop the run before the scan (and before Spark)."""
+def run(settings: Settings, log: Callable[[str], None] = lambda line: None, live: bool = False) -> Outcome:
+    """Unknown expectations and unusable inputs stop the run before the scan (and before Spark).
+    ``live``: the running step on a live line (a terminal's: runtime/progress.py)."""
     started = time.time()
     scan_settings = replace(settings.scan, keep_events=True)  # the expectations read the window's events
     source_input = scan.prepare(scan_settings)
@@ -48,10 +49,11 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: None) -> O
 
     runner = GateRunner(settings.data_docs)
     runner.prepare(list(settings.suites))  # unknown expectations: exit 2 before the scan
-    scanned_outcome = scan.scan_prepared(scan_settings, source_input, started, log)
+    scanned_outcome = scan.scan_prepared(scan_settings, source_input, started, log, live)
     scanned = scanned_outcome.result
     try:
-        result = run_gate(scanned, list(settings.suites), runner, progress=lambda line: log(f"cdc-monitor: {line}"))
+        result = run_gate(scanned, list(settings.suites), runner, progress=lambda line: log(f"cdc-monitor: {line}"),
+                          live=live)
     finally:
         scanned.release()
     result.timings = {"scan": scanned.duration_seconds, **result.timings}

@@ -48,10 +48,11 @@ def require_records(result: ScanResult, allow_empty: bool, paths: tuple[str, ...
         raise no_records(", ".join(paths) if paths else "the Kafka window")
 
 
-def run(settings: Settings, log: Callable[[str], None] = lambda line: None) -> Outcome:
-    """Read, decode, check and summarise the window. The input is checked before Spark starts."""
+def run(settings: Settings, log: Callable[[str], None] = lambda line: None, live: bool = False) -> Outcome:
+    """Read, decode, check and summarise the window. The input is checked before Spark starts.
+    ``live``: the running step on a live line (a terminal's: runtime/progress.py)."""
     started = time.time()
-    return scan_prepared(settings, prepare(settings), started, log)
+    return scan_prepared(settings, prepare(settings), started, log, live)
 
 
 def prepare(settings: Settings) -> PreparedInput:
@@ -65,7 +66,7 @@ def prepare(settings: Settings) -> PreparedInput:
 
 
 def scan_prepared(settings: Settings, source_input: PreparedInput, started: float,
-                  log: Callable[[str], None] = lambda line: None) -> Outcome:
+                  log: Callable[[str], None] = lambda line: None, live: bool = False) -> Outcome:
     """``run`` after ``prepare`` (``gate`` prepares its suites in between)."""
     cfg = settings.config
     log("cdc-monitor: starting Spark ...")
@@ -77,7 +78,7 @@ def scan_prepared(settings: Settings, source_input: PreparedInput, started: floa
             else f"{len(settings.paths)} path(s)")
     log(f"cdc-monitor: scanning {what} ...")
     result = run_scan(source_input.read(spark), cfg, progress=lambda line: log(f"cdc-monitor: {line}"),
-                      keep_events=settings.keep_events)
+                      keep_events=settings.keep_events, live=live)
     try:
         require_records(result, settings.allow_empty, settings.paths)
     except Exception:

@@ -41,7 +41,8 @@ class Outcome:
     failures: int  # failed windows (each retried from the checkpoint)
 
 
-def run(settings: Settings, log: Callable[[str], None] | None = None) -> Outcome:
+def run(settings: Settings, log: Callable[[str], None] | None = None, live: bool = False) -> Outcome:
+    """``live``: the catch-up on a live line (a terminal's: watch/catchup.py)."""
     from cdc_monitor.sources.kafka.client import BrokerInspector
     from cdc_monitor.sources.kafka.options import KafkaOptions
     from cdc_monitor.sources.kafka.planner import select_topics
@@ -75,6 +76,6 @@ def run(settings: Settings, log: Callable[[str], None] | None = None) -> Outcome
     spark = get_spark(cfg.spark_master, cfg.spark_conf, micro_batches=True)
     watcher = Watcher(spark, WatchOptions(options, settings.checkpoint.resolve(), settings.interval_ms / 1000,
                                           settings.host, settings.port, settings.job, batch_settings,
-                                          web_config=settings.web_config, reader=settings.reader), log)
+                                          web_config=settings.web_config, reader=settings.reader, live=live), log)
     code = watcher.run()
     return Outcome(code, watcher.applied, watcher.failures)

@@ -156,8 +156,9 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
                     h.evicted = True
         starts = [r for r in parts if r["role"] == NEW]
         for r in starts:
-            state.partitions.setdefault(_key(r["topic"], r["partition"]),
-                                        PartitionHistory(int(r["ts"] or 0), int(r["lo"]), batch_id))
+            h = state.partitions.setdefault(_key(r["topic"], r["partition"]),
+                                            PartitionHistory(int(r["ts"] or 0), int(r["lo"]), batch_id))
+            h.next_offset = max(h.next_offset or 0, int(r["hi"]) + 1)  # (watch/catchup.py: the backlog at a restart)
         outcome = BatchOutcome(batch_id, 0)
         if starts:  # nothing new: nothing to judge
             rows = sum(r["n"] for r in parts)
@@ -236,12 +237,14 @@ def _events(out: DataFrame) -> DataFrame:
 
 
 def _per_partition(census: list[Row]) -> list[dict[str, Any]]:
-    """Per role, topic and partition of the operator's rows: the lowest offset and record time, rows."""
+    """Per role, topic and partition of the operator's rows: the lowest and highest offset, the
+    lowest record time, rows."""
     out: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in census:
         p = out.setdefault((r["role"], r["topic"], r["partition"]), {
-            "role": r["role"], "topic": r["topic"], "partition": r["partition"], "lo": None, "ts": None, "n": 0})
+            "role": r["role"], "topic": r["topic"], "partition": r["partition"], "lo": None, "hi": None, "ts": None, "n": 0})
         p["lo"] = r["first_offset"] if p["lo"] is None else min(p["lo"], r["first_offset"])
+        p["hi"] = r["last_offset"] if p["hi"] is None else max(p["hi"], r["last_offset"])
         if r["min_ts_ms"] is not None:
             p["ts"] = r["min_ts_ms"] if p["ts"] is None else min(p["ts"], r["min_ts_ms"])
         p["n"] += r["n"]

@@ -150,7 +150,8 @@ def carry_input(stream: DataFrame, scan: ScanConfig) -> DataFrame:
     from cdc_monitor.decoding.avro_wire import avro_stream_as_json
 
     records = stream.withColumn(GAP_VALUE, F.when(F.col("offset") < 0, F.col("value")))
-    ev = with_lag(decode_records(avro_stream_as_json(records, scan), scan.roles, keep=(GAP_VALUE,)))
+    ev = with_lag(decode_records(avro_stream_as_json(records, scan), scan.roles, keep=(GAP_VALUE,),
+                                 avro_json=scan.avro_json))
     keyed = F.col("kind").isin("data", "tombstone") & F.col("decode_error").isNull() & F.col("key_payload").isNotNull()
     tp = [F.col("topic"), F.col("partition").cast("string")]
     marker = ((F.col("kind") == "transaction") & F.col("decode_error").isNull() & F.col("status").isin("BEGIN", "END")

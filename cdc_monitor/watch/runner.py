@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from cdc_monitor.sinks.prometheus import MetricsServer, MetricsSnapshot
 from cdc_monitor.vocabulary import TxStatus
 from cdc_monitor.watch.batch import BatchOutcome, WatchSettings, decoded_stream, overdue, process_batch
+from cdc_monitor.watch.catchup import CatchUp
 from cdc_monitor.watch.state import StateStore, WatchState
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ class WatchOptions:
     max_failures: int = 0  # 0: retry forever
     web_config: WebConfig | None = None  # TLS and basic auth for /metrics (sinks/web_config.py)
     reader: str = "python"  # watch/stream.py: the bundled data source, or Spark's Kafka connector
+    live: bool = False  # a terminal's: the catch-up on a live line (watch/catchup.py)
 
 
 def driver_rss() -> float:
@@ -102,6 +104,7 @@ class Watcher:
         self.query = None
         self.store_size: dict[str, float] = {}
         self.applied = 0  # batches this process applied
+        self.catch_up = CatchUp()  # on a terminal, from the query's start until it is caught up
         self.server = MetricsServer(opts.host, opts.port, self.snapshot(), opts.web_config)
         url = f"{self.server.scheme}://{opts.host}:{self.server.port}/metrics"
         self.log(f"cdc-monitor watch: serving {url}; checkpoint {opts.checkpoint}; resuming after batch {self.state.batch_id}"
@@ -142,6 +145,7 @@ class Watcher:
         if os.environ.get("CDC_MONITOR_WATCH_CRASH_AFTER_SAVE") == str(self.applied):  # fault injection (tests):
             os.kill(os.getpid(), signal.SIGKILL)  # the batch is saved here, Spark has not committed it yet
         self.last, self.last_finished, self.idle, self.up = outcome, time.time(), False, True
+        self.catch_up.batch(outcome.records)
         self._read_store_size()
         found = sum(int(r["count"]) for r in outcome.findings)
         self.log(f"cdc-monitor watch: batch {batch_id}: {outcome.records} records, {found} findings, "
@@ -179,6 +183,8 @@ class Watcher:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.stopping.set())
         backoff = 1.0
+        self.catch_up = CatchUp.start(self.opts.live, self.spark, self.opts.source_options,
+                                      self.opts.settings.topic_partitions, self.state)
         while not self.stopping.is_set():
             self.query = self._start_query()
             while not self.stopping.is_set() and self.query.isActive:
@@ -213,6 +219,7 @@ class Watcher:
         self.server.update(self.snapshot())
 
     def _shutdown(self) -> None:
+        self.catch_up.stop()
         self.log("cdc-monitor watch: stopping (the checkpoint keeps the position)")
         if self.query is not None and self.query.isActive:
             self.query.stop()

@@ -27,6 +27,7 @@ class PartitionHistory:
     first_offset: int
     first_batch: int
     evicted: bool = False  # some key's history was dropped: first-record rules no longer judged
+    next_offset: int | None = None  # after the newest record read here (None: a state an earlier watch wrote)
 
 
 @dataclass

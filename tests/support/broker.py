@@ -9,6 +9,7 @@ import base64
 import socket
 import subprocess
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.process import ServerProcess
@@ -48,6 +49,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# Kafka's reserved ids (org.apache.kafka.common.Uuid: ZERO_UUID, METADATA_TOPIC_ID), never drawn
+RESERVED_IDS = frozenset({uuid.UUID(int=0), uuid.UUID(int=1)})
+
+
+def kafka_uuid_text(u: uuid.UUID) -> str:
+    """``u`` as Kafka writes a Uuid: URL-safe base64 of its 16 bytes, without padding."""
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def random_cluster_id(draw: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
+    """A KRaft cluster id as Kafka's ``Uuid.randomUuid()`` draws one (``kafka-storage random-uuid``): a
+    random UUID, drawn again while it is reserved or its text starts with ``-``. One text in 64 starts
+    with ``-`` (62 and 63 of 64 are ``-`` and ``_``), and StorageTool reads ``format -t -4g6q...`` as an
+    option."""
+    while True:
+        u = draw()
+        text = kafka_uuid_text(u)
+        if u not in RESERVED_IDS and not text.startswith("-"):
+            return text
+
+
 def broker_classpath() -> str:
     if not (JARS / ".resolved").exists():
         raise RuntimeError(f"Apache Kafka's jars are not in {JARS}: run bash scripts/test.sh (or bash scripts/jars.sh)")
@@ -72,8 +94,7 @@ class ApacheKafka:
         root.mkdir(parents=True, exist_ok=True)
         self.config = root / "server.properties"
         self.config.write_text(PROPERTIES.format(port=self.port, controller=self.controller, logs=root / "data"))
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        subprocess.run(["java", *JVM, "-cp", broker_classpath(), "kafka.tools.StorageTool", "format", "-t", cluster_id,
+        subprocess.run(["java", *JVM, "-cp", broker_classpath(), "kafka.tools.StorageTool", "format", "-t", random_cluster_id(),
                         "-c", str(self.config)], check=True, capture_output=True, timeout=120)
         self.server: ServerProcess | None = None
         self.starts = 0

@@ -1,0 +1,155 @@
+package cdcmonitor;
+
+import java.io.Serializable;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+
+import org.apache.spark.api.java.function.FlatMapGroupsFunction;
+import org.apache.spark.sql.Column;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The passes' groups read as streams: each group's records, sorted by Spark (an external sort: it
+ * spills), handed one at a time to a fresh {@link Walk} of the pass's judge, which holds only what its
+ * rules need. Spark's public Dataset API ({@code groupBy(...).as(...).flatMapSortedGroups}); called
+ * from checks/passes.py through the session's JVM on a classic session. A Spark Connect session feeds
+ * the same walks from the judges' UDFs (each sorts its collected group in the same order), so the rules
+ * are judged by one implementation whichever way a group arrives.
+ *
+ * <p>A pass's input rows: its group columns, then its record's fields (the judge's {@code Rec} reads
+ * them from the first field after the group columns), then the group's parameters if it has any (the
+ * same on every row of a group). Output rows: the judge's findings, each prefixed by the group
+ * columns the pass's SQL keeps (see each judge's {@code stream}).
+ */
+public final class Passes {
+    private Passes() {
+    }
+
+    /** One group's judge, fed its records in the pass's order. */
+    public interface Walk {
+        /** The next record (a row of the pass's input), its findings added to {@code out}. */
+        void accept(Row row, List<Row> out);
+
+        /** The group has ended: what only its whole can show, added to {@code out}. */
+        void end(List<Row> out);
+    }
+
+    /** A fresh walk for a group, from its key (the group columns) and its first row. */
+    public interface Start extends Serializable {
+        Walk start(Row key, Row first);
+    }
+
+    /** {@code records} grouped by {@code group} (column names), each group's rows sorted by
+     * {@code order} (SQL expressions, ascending, a missing value first; or {@code "x DESC"}) and walked by a walk {@code start} makes: the findings, rows of
+     * {@code out} (a struct type as DDL). */
+    static Dataset<Row> walk(Dataset<Row> records, List<String> group, List<String> order, Start start, String out) {
+        StructType schema = records.schema();
+        StructType keySchema = new StructType();
+        Column[] keys = new Column[group.size()];
+        for (int i = 0; i < group.size(); i++) {
+            keySchema = keySchema.add(schema.apply(group.get(i)));
+            keys[i] = functions.col(group.get(i));
+        }
+        Column[] sort = new Column[order.size()];
+        for (int i = 0; i < order.size(); i++) {
+            String o = order.get(i).strip();
+            // (functions.expr would read "x DESC" as x named DESC)
+            sort[i] = o.toUpperCase(java.util.Locale.ROOT).endsWith(" DESC")
+                    ? functions.expr(o.substring(0, o.length() - 5)).desc() : functions.expr(o);
+        }
+        FlatMapGroupsFunction<Row, Row, Row> judge = (key, rows) -> new Findings(start, key, rows);
+        return records.groupBy(keys).as(Encoders.row(keySchema), Encoders.row(schema))
+                .flatMapSortedGroups(sort, judge, Encoders.row((StructType) DataType.fromDDL(out)));
+    }
+
+    /** A group's findings, produced as they are read: the records are pulled only as far as the next
+     * finding, so neither the group nor its findings are ever held whole. */
+    private static final class Findings implements Iterator<Row> {
+        private final Start start;
+        private final Row key;
+        private final Iterator<Row> rows;
+        private final ArrayDeque<Row> ready = new ArrayDeque<>();
+        private final List<Row> found = new ArrayList<>();
+        private Walk walk;
+        private boolean ended;
+
+        Findings(Start start, Row key, Iterator<Row> rows) {
+            this.start = start;
+            this.key = key;
+            this.rows = rows;
+        }
+
+        @Override
+        public boolean hasNext() {
+            while (ready.isEmpty() && !ended) {
+                if (rows.hasNext()) {
+                    Row row = rows.next();
+                    if (walk == null) {
+                        walk = start.start(key, row);
+                    }
+                    walk.accept(row, found);
+                } else {
+                    if (walk != null) {
+                        walk.end(found);
+                    }
+                    ended = true;
+                }
+                ready.addAll(found);
+                found.clear();
+            }
+            return !ready.isEmpty();
+        }
+
+        @Override
+        public Row next() {
+            if (!hasNext()) {
+                throw new NoSuchElementException();
+            }
+            return scala(ready.poll());
+        }
+    }
+
+    /** A judge's row as the stream's encoder takes it: Java lists and maps (the UDFs' return types) as
+     * Scala's, nested rows alike. */
+    static Row scala(Row row) {
+        Object[] values = new Object[row.size()];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = scalaValue(row.get(i));
+        }
+        return RowFactory.create(values);
+    }
+
+    private static Object scalaValue(Object v) {
+        if (v instanceof Row r) {
+            return scala(r);
+        }
+        if (v instanceof List<?> list) {
+            List<Object> out = new ArrayList<>(list.size());
+            for (Object o : list) {
+                out.add(scalaValue(o));
+            }
+            return CollectionConverters.asScala(out).toSeq();
+        }
+        if (v instanceof Map<?, ?> map) {
+            Map<Object, Object> out = new LinkedHashMap<>();
+            for (Map.Entry<?, ?> e : map.entrySet()) {
+                out.put(e.getKey(), scalaValue(e.getValue()));
+            }
+            return scala.collection.immutable.Map.from(CollectionConverters.asScala(out));
+        }
+        return v;
+    }
+}

@@ -1,0 +1,66 @@
+"""One judge per pass, whatever feeds it: each pass's output over a faulted window is the same when its
+groups are read as sorted streams (a classic session: checks/passes.py) and when each group is collected
+and handed to the judge's UDF (as over Spark Connect), in one partition and in several."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc_monitor.checks.context import CheckContext
+from cdc_monitor.checks.ordering import key_pass
+from cdc_monitor.checks.passes import pass_frame
+from cdc_monitor.checks.table_pass import TableRules, table_pass
+from cdc_monitor.checks.transactions import data_pass
+from cdc_monitor.config import ScanConfig
+from cdc_monitor.engine.cache import FrameCache
+from cdc_monitor.engine.read_window import read_window
+from cdc_monitor.generator import generate
+from cdc_monitor.generator.kcat_writer import write_capture
+from cdc_monitor.sources.capture import read_capture
+
+
+@pytest.fixture(scope="module", params=["mysql", "postgresql", "mongodb"])
+def window(request, spark, tmp_path_factory):
+    path = tmp_path_factory.mktemp("feedings") / f"{request.param}.jsonl"
+    write_capture(generate(request.param, events=1_500, seed=21, faults=True), path)
+    cfg = ScanConfig(one_partition_rows=0)  # several partitions: the pass's own shuffle
+    cache = FrameCache()
+    got = read_window(read_capture(spark, [str(path)]), cfg, cache, lambda *_: None)
+    yield got.frames.events, CheckContext(got.facts, cfg, cache)
+    cache.release()
+
+
+def _rows(frame) -> list[tuple]:
+    return sorted(tuple(repr(v) for v in r) for r in frame.collect())
+
+
+def _both(spec, events, args=None) -> tuple[list[tuple], list[tuple]]:
+    streamed = _rows(pass_frame(spec, {"events": events}, args, streamed=True))
+    collected = _rows(pass_frame(spec, {"events": events}, args, streamed=False))
+    return streamed, collected
+
+
+def test_the_key_pass_streamed_equals_collected(window):
+    events, ctx = window
+    from_start, args = ctx.facts.from_start_sql()
+    for distribute in (True, False):
+        streamed, collected = _both(key_pass(from_start, distribute), events, args)
+        assert streamed == collected
+        assert streamed, "the faulted window has ordering findings"
+
+
+def test_the_table_pass_streamed_equals_collected(window):
+    events, ctx = window
+    rules = TableRules(1_000, snapshots=True, ddl_servers=ctx.facts.ddl_servers or None,
+                       since=ctx.facts.lookup_sql("first_change", "concat_ws('|', server, `table`)"))
+    streamed, collected = _both(table_pass(rules), events, rules.args())
+    assert streamed == collected
+    assert streamed, "the faulted window has lag spikes"
+
+
+def test_the_transaction_pass_streamed_equals_collected(window):
+    events, ctx = window
+    spec, args = data_pass(ctx)
+    streamed, collected = _both(spec, events, args)
+    assert streamed == collected
+    assert streamed, "the faulted window has transactions"
