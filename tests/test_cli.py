@@ -286,7 +286,8 @@ def test_watch_takes_its_history_from_the_flag_the_environment_or_the_config(tmp
     from cdc_monitor.verbs import watch as verb
 
     got = {}
-    monkeypatch.setattr(verb, "run", lambda settings, log=None: got.setdefault("settings", settings) and verb.Outcome(0, 0, 0))
+    monkeypatch.setattr(verb, "run", lambda settings, log=None, live=False: got.setdefault("settings", settings)
+                        and verb.Outcome(0, 0, 0))
     monkeypatch.delenv("CDC_MONITOR_HISTORY", raising=False)
     if env:
         monkeypatch.setenv("CDC_MONITOR_HISTORY", env)
