@@ -313,7 +313,7 @@ def _cli(args, monkeypatch, outcome=None, error=None):
 
     from cdc_monitor.cli.main import cli
 
-    def run(settings, log):
+    def run(settings, log, live=False):
         if error is not None:
             raise error
         return outcome
