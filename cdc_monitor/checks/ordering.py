@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.passes import GroupPass
+from cdc_monitor.checks.passes import GroupPass, distribute_by
 from cdc_monitor.checks.sql import JavaFunction, SqlFindings, findings_frame, judged_sql
 from cdc_monitor.vocabulary import Rule, Severity
 
@@ -105,9 +105,9 @@ def key_pass(from_start: str, distribute: bool) -> GroupPass:
     return GroupPass(
         name="key_findings",
         records=_KEY_RECORDS.format(from_start=from_start,
-                                    distribute="DISTRIBUTE BY topic, key_payload" if distribute else ""),
+                                    distribute=distribute_by(("topic", "key_payload"), distribute)),
         group=("topic", "key_payload"), order=("partition", "offset"), fields=_KEY_FIELDS, judge=KEY_JUDGE,
-        keep=("topic",), udf_args=("key_payload IS NOT NULL",), distribute=distribute)
+        keep=("topic",), udf_args=("key_payload IS NOT NULL",))
 
 
 def ordering_sql(ctx: CheckContext) -> SqlFindings:

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.checks.sql import JavaFunction, register, sql_over
-from cdc_monitor.errors import EnvironmentProblem
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -45,7 +44,6 @@ class GroupPass:
     judge: JavaFunction  # the judge's UDF (Spark Connect) and class (its static ``stream``)
     keep: tuple[str, ...]  # the group columns its output keeps, before the judge's rows
     udf_args: tuple[str, ...] = ()  # the UDF's further arguments: SQL over a group's rows (aggregates, group columns)
-    distribute: bool = True  # several partitions: ``records`` is distributed by the group before its windows
 
     def output(self) -> str:
         """The stream's output schema (DDL): the kept columns, then the fields of one judged row."""
@@ -53,6 +51,13 @@ class GroupPass:
         assert element.startswith("struct<"), f"{self.judge.name} must return an array of structs"
         keep = ",".join(f"`{c}`:string" for c in self.keep)
         return f"struct<{keep},{element.removeprefix('struct<')}"
+
+
+def distribute_by(group: tuple[str, ...], several: bool) -> str:
+    """The clause a pass's records end with before their SQL windows: in several partitions,
+    distributed by the group (the windows and the stream then share one shuffle); in one, nothing
+    (one partition needs no shuffle at all)."""
+    return f"DISTRIBUTE BY {', '.join(f'`{g}`' for g in group)}" if several else ""
 
 
 def pass_frame(spark_pass: GroupPass, relations: Mapping[str, DataFrame], args: Mapping[str, Any] | None = None,
@@ -82,18 +87,8 @@ def _stream(records: DataFrame, p: GroupPass) -> DataFrame:
     """``records`` walked by ``p``'s judge on the JVM (``<judge class>.stream``)."""
     from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 
-    spark = records.sparkSession
-    judge: Any = spark._jvm  # type: ignore[attr-defined]
-    for part in p.judge.java_class.split("."):
-        judge = getattr(judge, part)
-    try:
-        jdf = judge.stream(records._jdf, list(p.group), list(p.order), p.output())  # type: ignore[attr-defined]
-    except TypeError as exc:  # py4j: a class not on the driver's classpath is a JavaPackage, not callable
-        if "JavaPackage" not in str(exc):
-            raise
-        from cdc_monitor.runtime.jvm import operator_jar, operator_jar_problem
+    from cdc_monitor.runtime.jvm import operator_class
 
-        raise EnvironmentProblem(operator_jar_problem() or (
-            f"{p.judge.java_class} is not on the Spark driver's classpath: start Spark through cdc-monitor "
-            f"(it adds {operator_jar()} to spark.jars), or pass that jar with --jars to spark-submit")) from None
-    return ClassicFrame(jdf, spark)
+    judge = operator_class(records.sparkSession, p.judge.java_class)
+    jdf = judge.stream(records._jdf, list(p.group), list(p.order), p.output())  # type: ignore[attr-defined]
+    return ClassicFrame(jdf, records.sparkSession)

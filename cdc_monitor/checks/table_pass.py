@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.checks.lag import LAG_SPIKE, VALID_EVENT_TS, VALID_SOURCE_TS
 from cdc_monitor.checks.ordering import CONTENT_HASH
-from cdc_monitor.checks.passes import GroupPass
+from cdc_monitor.checks.passes import GroupPass, distribute_by
 from cdc_monitor.checks.schema_changes import SCHEMA_CHANGE_WITHOUT_DDL
 from cdc_monitor.checks.snapshots import INCREMENTAL, SNAPSHOT_RESTARTED
 from cdc_monitor.checks.sql import JavaFunction, SqlFindings, findings_frame, judged_sql, lit
@@ -112,10 +112,9 @@ def table_pass(rules: TableRules, distribute: bool = True) -> GroupPass:
         records=_RECORDS.format(
             since=rules.since[0] if rules.snapshots else _NO_SINCE, read_copy=_READ_COPY if rules.snapshots else "false",
             threshold=rules.threshold_sql(), ddl_read=rules.ddl_sql(), lag_scope=rules.lag_scope,
-            where=rules.where_sql(), distribute="DISTRIBUTE BY server, `table`" if distribute else ""),
+            where=rules.where_sql(), distribute=distribute_by(("server", "table"), distribute)),
         group=("server", "table"), order=("ts_ms", "topic", "partition", "offset"), fields=_FIELDS, judge=TABLE_JUDGE,
-        keep=("server", "table"), udf_args=(rules.threshold_sql(), "`table`", named, rules.ddl_sql()),
-        distribute=distribute)
+        keep=("server", "table"), udf_args=(rules.threshold_sql(), "`table`", named, rules.ddl_sql()))
 
 
 def table_sql(rules: TableRules, distribute: bool = True) -> SqlFindings:

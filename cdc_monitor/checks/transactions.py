@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from cdc_monitor.checks.context import CheckContext, WindowFacts
 from cdc_monitor.checks.findings import finding
 from cdc_monitor.checks.ordering import CONTENT_HASH
-from cdc_monitor.checks.passes import GroupPass, pass_frame
+from cdc_monitor.checks.passes import GroupPass, distribute_by, pass_frame
 from cdc_monitor.checks.sql import JavaFunction
 from cdc_monitor.vocabulary import TX_STATUSES, Rule, Severity, TxStatus
 
@@ -168,10 +168,9 @@ def data_pass(ctx: CheckContext) -> tuple[GroupPass, dict[str, str]]:
     hi, hi_args = ctx.facts.lookup_sql("txn_hi", "server")
     distribute = not ctx.placement.one_partition
     return GroupPass(
-        name="txn_data", records=_RECORDS.format(lo=lo, hi=hi, distribute="DISTRIBUTE BY server, txn_key" if distribute else ""),
+        name="txn_data", records=_RECORDS.format(lo=lo, hi=hi, distribute=distribute_by(("server", "txn_key"), distribute)),
         group=("server", "txn_key"), order=("marker DESC", "txn_total_order", "topic", "partition", "offset"),
-        fields=_FIELDS, judge=TXN_JUDGE, keep=("server", "txn_key"), udf_args=("first(lo)", "first(hi)"),
-        distribute=distribute), {**lo_args, **hi_args}
+        fields=_FIELDS, judge=TXN_JUDGE, keep=("server", "txn_key"), udf_args=("first(lo)", "first(hi)")), {**lo_args, **hi_args}
 
 
 def transaction_check(events: DataFrame, ctx: CheckContext) -> TransactionResult:

@@ -97,18 +97,7 @@ public final class KeyJudge implements UDF2<scala.collection.Seq<Row>, Boolean, 
 
     @Override
     public List<Row> call(scala.collection.Seq<Row> rows, Boolean keyed) {
-        List<Rec> recs = new ArrayList<>(rows.size());
-        for (Row r : CollectionConverters.asJava(rows)) {
-            recs.add(new Rec(r, 0));
-        }
-        recs.sort(ORDER);
-        List<Row> out = new ArrayList<>();
-        Walk walk = new Walk(Boolean.TRUE.equals(keyed), null);
-        for (Rec r : recs) {
-            walk.accept(r, out);
-        }
-        walk.end(out);
-        return out;
+        return Passes.walkAll(rows, r -> new Rec(r, 0), ORDER, new Walk(Boolean.TRUE.equals(keyed), null));
     }
 
     /** The pass's order within a key: partition, offset (checks/ordering.py sorts the stream alike). */
@@ -120,17 +109,7 @@ public final class KeyJudge implements UDF2<scala.collection.Seq<Row>, Boolean, 
             List<String> group, List<String> order, String outDdl) {
         return Passes.walk(records, group, order, (key, first) -> {
             Walk walk = new Walk(!key.isNullAt(1), key.getString(0));
-            return new Passes.Walk() {
-                @Override
-                public void accept(Row row, List<Row> out) {
-                    walk.accept(new Rec(row, 2), out);
-                }
-
-                @Override
-                public void end(List<Row> out) {
-                    walk.end(out);
-                }
-            };
+            return Passes.reading(walk, row -> new Rec(row, 2));
         }, outDdl);
     }
 
@@ -151,7 +130,7 @@ public final class KeyJudge implements UDF2<scala.collection.Seq<Row>, Boolean, 
 
     /** One key's records walked in {@link #ORDER}: what each rule needs, no more (the previous record
      * per partition; per partition seen, its first record, first offsets and deferred findings). */
-    static final class Walk {
+    static final class Walk implements Passes.Walk<Rec> {
         private final boolean keyed;
         private final String topic;  // the stream's prefix; null: a UDF's finding, no prefix
         private final List<Part> parts = new ArrayList<>();
@@ -176,7 +155,8 @@ public final class KeyJudge implements UDF2<scala.collection.Seq<Row>, Boolean, 
             return finding(rule, r, List.of(r.offset), message);
         }
 
-        void accept(Rec r, List<Row> out) {
+        @Override
+        public void accept(Rec r, List<Row> out) {
             if (home == null || HOME.compare(r, home) < 0) {
                 home = r;
             }
@@ -228,7 +208,8 @@ public final class KeyJudge implements UDF2<scala.collection.Seq<Row>, Boolean, 
             p.prev = r;
         }
 
-        void end(List<Row> out) {
+        @Override
+        public void end(List<Row> out) {
             boolean multi = keyed && parts.size() > 1;
             for (Part p : parts) {
                 if (!multi) {

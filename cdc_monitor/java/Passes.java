@@ -3,11 +3,13 @@ package cdcmonitor;
 import java.io.Serializable;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.function.Function;
 
 import org.apache.spark.api.java.function.FlatMapGroupsFunction;
 import org.apache.spark.sql.Column;
@@ -38,18 +40,50 @@ public final class Passes {
     private Passes() {
     }
 
-    /** One group's judge, fed its records in the pass's order. */
-    public interface Walk {
-        /** The next record (a row of the pass's input), its findings added to {@code out}. */
-        void accept(Row row, List<Row> out);
+    /** One group's judge, fed its records (of type {@code R}) in the pass's order. */
+    public interface Walk<R> {
+        /** The next record, its findings added to {@code out}. */
+        void accept(R record, List<Row> out);
 
         /** The group has ended: what only its whole can show, added to {@code out}. */
         void end(List<Row> out);
     }
 
-    /** A fresh walk for a group, from its key (the group columns) and its first row. */
+    /** A fresh walk for a group, from its key (the group columns) and its first row, reading the stream's rows. */
     public interface Start extends Serializable {
-        Walk start(Row key, Row first);
+        Walk<Row> start(Row key, Row first);
+    }
+
+    /** {@code walk} fed a stream's rows, each read as its judge's record by {@code record}. */
+    static <R> Walk<Row> reading(Walk<R> walk, Function<Row, R> record) {
+        return new Walk<>() {
+            @Override
+            public void accept(Row row, List<Row> out) {
+                walk.accept(record.apply(row), out);
+            }
+
+            @Override
+            public void end(List<Row> out) {
+                walk.end(out);
+            }
+        };
+    }
+
+    /** A judge's UDF (Spark Connect's feeding): the group's collected {@code rows}, each read by
+     * {@code record}, sorted in the pass's {@code order} and walked by {@code walk}; its findings. */
+    static <R> List<Row> walkAll(scala.collection.Seq<Row> rows, Function<Row, R> record, Comparator<R> order,
+            Walk<R> walk) {
+        List<R> records = new ArrayList<>(rows.size());
+        for (Row r : CollectionConverters.asJava(rows)) {
+            records.add(record.apply(r));
+        }
+        records.sort(order);
+        List<Row> out = new ArrayList<>();
+        for (R r : records) {
+            walk.accept(r, out);
+        }
+        walk.end(out);
+        return out;
     }
 
     /** {@code records} grouped by {@code group} (column names), each group's rows sorted by
@@ -83,7 +117,7 @@ public final class Passes {
         private final Iterator<Row> rows;
         private final ArrayDeque<Row> ready = new ArrayDeque<>();
         private final List<Row> found = new ArrayList<>();
-        private Walk walk;
+        private Walk<Row> walk;
         private boolean ended;
 
         Findings(Start start, Row key, Iterator<Row> rows) {

@@ -89,18 +89,8 @@ public final class TableJudge implements UDF5<scala.collection.Seq<Row>, Long, S
 
     @Override
     public List<Row> call(scala.collection.Seq<Row> rows, Long threshold, String table, Boolean named, Boolean ddlRead) {
-        List<Rec> recs = new ArrayList<>(rows.size());
-        for (Row r : CollectionConverters.asJava(rows)) {
-            recs.add(new Rec(r, 0));
-        }
-        recs.sort(PROCESSED);
-        List<Row> out = new ArrayList<>();
-        Walk walk = new Walk(threshold, table, Boolean.TRUE.equals(named), Boolean.TRUE.equals(ddlRead), null);
-        for (Rec r : recs) {
-            walk.accept(r, out);
-        }
-        walk.end(out);
-        return out;
+        return Passes.walkAll(rows, r -> new Rec(r, 0), PROCESSED,
+                new Walk(threshold, table, Boolean.TRUE.equals(named), Boolean.TRUE.equals(ddlRead), null));
     }
 
     /** The table pass as a stream (Passes): rows (server, table, a Rec's fields, then the group's lag
@@ -113,17 +103,7 @@ public final class TableJudge implements UDF5<scala.collection.Seq<Row>, Long, S
             Walk walk = new Walk(first.isNullAt(p) ? null : first.getLong(p), key.getString(1),
                     !first.isNullAt(p + 1) && first.getBoolean(p + 1), !first.isNullAt(p + 2) && first.getBoolean(p + 2),
                     new Object[] {key.get(0), key.get(1)});
-            return new Passes.Walk() {
-                @Override
-                public void accept(Row row, List<Row> out) {
-                    walk.accept(new Rec(row, 2), out);
-                }
-
-                @Override
-                public void end(List<Row> out) {
-                    walk.end(out);
-                }
-            };
+            return Passes.reading(walk, row -> new Rec(row, 2));
         }, outDdl);
     }
 
@@ -136,7 +116,7 @@ public final class TableJudge implements UDF5<scala.collection.Seq<Row>, Long, S
     /** One table's records walked in {@link #PROCESSED} order, holding what its rules need: the lag spike
      * being read (its count, peak, first event and first offsets), the restarted snapshot's count and
      * first read, each value schema version's first record and last time, the DDL events' times. */
-    static final class Walk {
+    static final class Walk implements Passes.Walk<Rec> {
         private final Long threshold;
         private final String table;
         private final boolean named;
@@ -174,7 +154,8 @@ public final class TableJudge implements UDF5<scala.collection.Seq<Row>, Long, S
             return RowFactory.create(all);
         }
 
-        void accept(Rec r, List<Row> out) {
+        @Override
+        public void accept(Rec r, List<Row> out) {
             if (threshold != null && r.lagMs != null) {
                 lag(r, out);
             }
@@ -193,7 +174,8 @@ public final class TableJudge implements UDF5<scala.collection.Seq<Row>, Long, S
             }
         }
 
-        void end(List<Row> out) {
+        @Override
+        public void end(List<Row> out) {
             endRun(out);
             if (readAt != null) {
                 out.add(finding(SNAPSHOT_RESTARTED, readAt, List.of(readAt.offset), null, "snapshot of " + table

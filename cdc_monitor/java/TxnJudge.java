@@ -80,18 +80,7 @@ public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Lon
 
     @Override
     public List<Row> call(scala.collection.Seq<Row> rows, Long lo, Long hi) {
-        List<Rec> recs = new ArrayList<>(rows.size());
-        for (Row r : CollectionConverters.asJava(rows)) {
-            recs.add(new Rec(r, 0));
-        }
-        recs.sort(ORDER);
-        List<Row> out = new ArrayList<>();
-        Walk walk = new Walk(lo, hi, null);
-        for (Rec r : recs) {
-            walk.accept(r, out);
-        }
-        walk.end(out);
-        return out;
+        return Passes.walkAll(rows, r -> new Rec(r, 0), ORDER, new Walk(lo, hi, null));
     }
 
     /** The transaction pass as a stream (Passes): rows (server, txn_key, a Rec's fields, lo, hi), each
@@ -102,23 +91,13 @@ public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Lon
         return Passes.walk(records, group, order, (key, first) -> {
             Walk walk = new Walk(first.isNullAt(p) ? null : first.getLong(p),
                     first.isNullAt(p + 1) ? null : first.getLong(p + 1), new Object[] {key.get(0), key.get(1)});
-            return new Passes.Walk() {
-                @Override
-                public void accept(Row row, List<Row> out) {
-                    walk.accept(new Rec(row, 2), out);
-                }
-
-                @Override
-                public void end(List<Row> out) {
-                    walk.end(out);
-                }
-            };
+            return Passes.reading(walk, row -> new Rec(row, 2));
         }, outDdl);
     }
 
     /** One transaction's records walked in {@link #ORDER}: counts (in total and per collection), the
      * first break and how many, whether a marker names it; orphans as they come. */
-    static final class Walk {
+    static final class Walk implements Passes.Walk<Rec> {
         private final Long lo;
         private final Long hi;
         private final Object[] prefix;  // the stream's (server, txn_key); null: a UDF's row
@@ -143,7 +122,8 @@ public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Lon
             return RowFactory.create(prefix[0], prefix[1], seen, counts, brk, breaks, orphan);
         }
 
-        void accept(Rec r, List<Row> out) {
+        @Override
+        public void accept(Rec r, List<Row> out) {
             if (r.marker) {
                 named = true;
                 return;
@@ -168,7 +148,8 @@ public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Lon
             }
         }
 
-        void end(List<Row> out) {
+        @Override
+        public void end(List<Row> out) {
             if (seen == 0) {
                 out.add(row(null, null, null, null, null));
                 return;

@@ -34,7 +34,7 @@ import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.runtime.settings import SMALL_INPUT
 
@@ -120,6 +120,24 @@ def register_java_function(spark: SparkSession, name: str, java_class: str, retu
             f"{what} ({java_class}) is not on this Spark session's classpath: start the session with "
             f"cdc_monitor.runtime.session.get_spark (it adds {operator_jar()} to spark.jars), or pass that jar "
             "with --jars to spark-submit") from None
+
+
+def operator_class(spark: Any, java_class: str) -> Any:
+    """``java_class`` of the operators jar in ``spark``'s JVM (a classic session), through py4j; a
+    one-line fix-it ``EnvironmentProblem`` when the jar is not on the driver's classpath (py4j then
+    gives a package, not a class)."""
+    from py4j.java_gateway import JavaPackage
+
+    found: Any = spark._jvm
+    for part in java_class.split("."):
+        found = getattr(found, part)
+    if isinstance(found, JavaPackage):
+        from cdc_monitor.errors import EnvironmentProblem
+
+        raise EnvironmentProblem(operator_jar_problem() or (
+            f"{java_class} is not on the Spark driver's classpath: start Spark through cdc-monitor "
+            f"(it adds {operator_jar()} to spark.jars), or pass that jar with --jars to spark-submit"))
+    return found
 
 
 def with_operator_jar(jars: str | None) -> str:

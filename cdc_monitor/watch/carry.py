@@ -41,8 +41,7 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.lag import with_lag
 from cdc_monitor.decoding import decode_records
-from cdc_monitor.errors import EnvironmentProblem
-from cdc_monitor.runtime.jvm import operator_jar, operator_jar_problem
+from cdc_monitor.runtime.jvm import operator_class
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -116,18 +115,9 @@ def carry_operator(fed: DataFrame, cfg: CarrySettings) -> DataFrame:
     from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 
     spark = fed.sparkSession
-    op: Any = spark._jvm  # type: ignore[attr-defined]
-    for part in OPERATOR_CLASS.split("."):
-        op = getattr(op, part)
-    try:
-        settings = op(cfg.key_history, cfg.key_ttl_ms, cfg.await_ms, cfg.final_memory, list(cfg.transaction_servers),
-                      dict(cfg.topic_partitions), cfg.max_keys, cfg.review_ms)
-    except TypeError as exc:  # py4j: a class not on the driver's classpath is a JavaPackage, not callable
-        if "JavaPackage" not in str(exc):
-            raise
-        raise EnvironmentProblem(operator_jar_problem() or (
-            f"{OPERATOR_CLASS} is not on the Spark driver's classpath: start Spark through cdc-monitor "
-            f"(it adds {operator_jar()} to spark.jars), or pass that jar with --jars to spark-submit")) from None
+    op = operator_class(spark, OPERATOR_CLASS)
+    settings = op(cfg.key_history, cfg.key_ttl_ms, cfg.await_ms, cfg.final_memory, list(cfg.transaction_servers),
+                  dict(cfg.topic_partitions), cfg.max_keys, cfg.review_ms)
     return ClassicFrame(op.apply(fed.select(*FED)._jdf, settings), spark)  # type: ignore[attr-defined]
 
 
