@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_monitor.avro.schemas import AVRO_BRANCH_JSON
-from cdc_monitor.decoding.envelope import SOURCE_FIELDS, SOURCE_SCHEMA
+from cdc_monitor.decoding.envelope import CHECKED_SOURCE_FIELDS, SOURCE_FIELDS, SOURCE_SCHEMA
 from cdc_monitor.errors import EnvironmentProblem
 from cdc_monitor.runtime.jvm import operator_jar_problem, register_java_function
 from cdc_monitor.vocabulary import (
@@ -74,11 +74,21 @@ DECODED = T.StructType([
 ])
 # the embedded schemas' texts: only reconcile reads them (checks read their hashes and the decoder's verdicts)
 TEXTS = ("value_schema", "key_schema")
+# what the checks read instead of the texts (``texts=False``): each row image as a 64-bit digest of its
+# compact text (null when absent: presence and equality are all a check asks of it), and the source block's
+# fields the checks name (decoding/envelope.py). Every stage after the decoder then carries tens of bytes a
+# record where the texts were kilobytes
+NARROW = {"before": _L, "after": _L,
+          "source": T.StructType([T.StructField(n, T.StringType()) for n in CHECKED_SOURCE_FIELDS])}
 
 
 def decoded_type(texts: bool) -> T.StructType:
-    """The decoder's struct, with or without the embedded schemas' texts."""
-    return DECODED if texts else T.StructType([f for f in DECODED.fields if f.name not in TEXTS])
+    """The decoder's struct: with ``texts`` every text (the row images, the whole source block, the
+    embedded schemas: reconcile); without, what the checks read (``NARROW``)."""
+    if texts:
+        return DECODED
+    return T.StructType([T.StructField(f.name, NARROW.get(f.name, f.dataType)) for f in DECODED.fields
+                         if f.name not in TEXTS])
 
 
 @lru_cache(maxsize=16)
@@ -114,6 +124,8 @@ def decoder_config(roles: TopicRoles, texts: bool = False, detect_avro_json: boo
         "detect_avro_json": detect_avro_json,
         "avro_branches": AVRO_BRANCH_JSON,
         "fields": decoded_type(texts).fieldNames(),
+        "image_digests": not texts,
+        "source_out": None if texts else list(CHECKED_SOURCE_FIELDS),
     }, separators=(",", ":"))
 
 

@@ -19,7 +19,7 @@ shows). Columns:
 | has_message | the value carries a logical-decoding ``message`` block (op ``m``) |
 | has_update_description, update_hash | a MongoDB update says what changed (``updateDescription``, 1.x ``patch``), and its hash |
 | position | comparable connector position (``array<bigint>``, per connector: cdc_monitor/java/Connectors.java) |
-| source, before, after | the source block (fields as text); row images as written (compact JSON, numbers as sent) |
+| source, before, after | the source block's fields the checks read (``CHECKED_SOURCE_FIELDS``); each row image's digest, or null |
 | key_payload | the key's payload (``canonical_key``: what keys are grouped by) |
 | status, marker_id, marker_event_count, marker_collections | transaction-topic BEGIN/END fields |
 | pk_change | the record carries ``__debezium.oldkey``/``newkey`` headers |
@@ -33,8 +33,10 @@ shows). Columns:
 | envelope | a data event that is a Debezium envelope (not a flattened row or wrapper object) |
 | avro_json | the value was Avro's JSON encoding, recognised without ``--avro-json``: read, and its key, as JSON converter text |
 
-With ``texts=True`` (reconcile), also ``value_text`` and the embedded schemas' texts
-``value_schema``, ``key_schema``; the checks never read them, so no checkpoint holds them.
+With ``texts=True`` (reconcile): ``source`` is the whole block, ``before`` and ``after`` the images as written
+(compact JSON, numbers as sent), and there are ``value_text`` and the embedded schemas' texts ``value_schema``,
+``key_schema``, the row images' texts and the whole source block; the checks never read them, so no
+checkpoint holds them: a record's decoding is tens of bytes, not the kilobytes of its value.
 """
 
 from __future__ import annotations

@@ -71,12 +71,33 @@ final class AvroJson {
             if (end < 0) {
                 return false;
             }
-            String name = text.substring(j + 1, end);
-            if (name.indexOf('\\') < 0 && (cfg.avroBranches.containsKey(name) || name.indexOf('.') >= 0)) {
+            if (branchName(cfg, text, j + 1, end)) {
                 int k = skipSpace(text, end + 1);
                 if (k < n && text.charAt(k) == ':') {
                     return true;
                 }
+            }
+        }
+        return false;
+    }
+
+    /** Whether {@code text[from, to)} (a member's name) can name a union's branch: a dotted name or a
+     * primitive branch's, without an escape. Read in place: no name is copied. */
+    private static boolean branchName(DecoderConfig cfg, String text, int from, int to) {
+        boolean dotted = false;
+        for (int i = from; i < to; i++) {
+            char c = text.charAt(i);
+            if (c == '\\') {
+                return false;
+            }
+            dotted |= c == '.';
+        }
+        if (dotted) {
+            return true;
+        }
+        for (String branch : cfg.avroBranches.keySet()) {
+            if (branch.length() == to - from && text.regionMatches(from, branch, 0, to - from)) {
+                return true;
             }
         }
         return false;

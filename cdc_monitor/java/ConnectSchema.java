@@ -27,7 +27,7 @@ final class ConnectSchema {
     private static final Pattern NOT_AVRO_CHAR = Pattern.compile("[^A-Za-z0-9_.]");
     private static final String DECIMAL_LOGICAL = "org.apache.kafka.connect.data.Decimal";
     private static final ObjectMapper MAPPER = new ObjectMapper(JsonText.FACTORY);
-    private static final Map<String, ConnectSchema> COMPILED = new ConcurrentHashMap<>();
+    private static final Map<Id, ConnectSchema> COMPILED = new ConcurrentHashMap<>();
     private static final int MAX_COMPILED = 2048;
 
     /** One field path's check. */
@@ -48,12 +48,19 @@ final class ConnectSchema {
         name = n != null && n.isTextual() ? n.asText() : null;
     }
 
-    /** The compiled schema of ``text`` (null when it is not a JSON object), cached by its text. */
-    static ConnectSchema of(String text, boolean key, Set<String> skip) {
+    /** A compiled schema's identity: the hash of its text (JsonText.raw: whitespace aside), its length, key or value. */
+    private record Id(long hash, int length, boolean key) {
+    }
+
+    /**
+     * The compiled schema of {@code text} (null when it is not a JSON object), cached by {@code hash}
+     * (its version, JsonText.raw's): looked up in constant time, however long the schema.
+     */
+    static ConnectSchema of(String text, long hash, boolean key, Set<String> skip) {
         if (text == null) {
             return null;
         }
-        String cacheKey = (key ? "k" : "v") + text;
+        Id cacheKey = new Id(hash, text.length(), key);
         ConnectSchema c = COMPILED.get(cacheKey);
         if (c == null) {
             JsonNode schema;

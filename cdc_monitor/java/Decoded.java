@@ -320,8 +320,8 @@ final class Decoded {
             c.src("schema"), c.tableName(), kind.equals("data") ? c.table(flavour, topic) : null,
             e.op, tsMs, e.tsMs, sourceTsMs, tsUs, sourceTsUs, sourceTsRaw, snapshot, snapshotMarker,
             e.txId, txnKey(e.txId), JsonText.toLong(e.txTotalOrder), JsonText.toLong(e.txCollectionOrder),
-            c.position(flavour), e.source == null ? null : RowFactory.create((Object[]) e.source),
-            e.before, e.after, valueSchema, keySchema, keyPayload, status, markerId, txnKey(markerId),
+            c.position(flavour), sourceRow(), image(e.before), image(e.after), valueSchema, keySchema, keyPayload,
+            status, markerId, txnKey(markerId),
             e.message != null, e.patch != null || e.updateDescription != null, updateHash(),
             JsonText.toLong(e.eventCount), collections(), kind.equals("schema_change") ? c.ddlTables() : null,
             verdicts, valueSchemaHash, keySchemaHash, JsonText.canonicalFlatObject(keyPayload), avroJson,
@@ -333,6 +333,39 @@ final class Decoded {
             }
         }
         return RowFactory.create(out);
+    }
+
+    /** The source block's fields the configuration asks for, in its order (null without a source block). */
+    private Row sourceRow() {
+        if (e.source == null) {
+            return null;
+        }
+        if (cfg.sourceOut.length == e.source.length) {
+            return RowFactory.create((Object[]) e.source);
+        }
+        Object[] out = new Object[cfg.sourceOut.length];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = e.source[cfg.sourceOut[i]];
+        }
+        return RowFactory.create(out);
+    }
+
+    /** A row image as the configuration asks: its compact text, or that text's digest. */
+    private Object image(String text) {
+        return text == null || !cfg.imageDigests ? text : (Object) digest(text);
+    }
+
+    /** FNV-1a 64 over texts (null as \u0001, each ended by \uFFFF), only ever compared for equality. */
+    static long digest(String... texts) {
+        long h = 0xcbf29ce484222325L;
+        for (String s : texts) {
+            String t = s == null ? "\u0001" : s;
+            for (int i = 0; i < t.length(); i++) {
+                h = (h ^ t.charAt(i)) * 0x100000001b3L;
+            }
+            h = (h ^ 0xFFFF) * 0x100000001b3L;
+        }
+        return h;
     }
 
     /** The start of what could not be decoded: the Avro stage's message, else the text's first characters. */
@@ -350,15 +383,7 @@ final class Decoded {
         if (e.patch == null && e.updateDescription == null) {
             return null;
         }
-        long h = 0xcbf29ce484222325L;  // FNV-1a 64 over both texts (null as \u0001), only ever compared for equality
-        for (String s : new String[] {e.patch, e.updateDescription}) {
-            String t = s == null ? "\u0001" : s;
-            for (int i = 0; i < t.length(); i++) {
-                h = (h ^ t.charAt(i)) * 0x100000001b3L;
-            }
-            h = (h ^ 0xFFFF) * 0x100000001b3L;
-        }
-        return h;
+        return digest(e.patch, e.updateDescription);
     }
 
     private List<Row> collections() {

@@ -50,6 +50,8 @@ final class DecoderConfig {
     final boolean detectAvroJson;  // recognise Avro-JSON values per record (AvroJson); off when forced either way
     final Map<String, String> avroBranches = new HashMap<>();  // a union branch's name -> its value's JSON type
     final String[] fields;  // the output columns, in order
+    final boolean imageDigests;  // row images as their 64-bit digests (what the checks compare), not their texts
+    final int[] sourceOut;  // the source block's fields returned, as indexes of sourceFields (all when not narrowed)
     final int[] slots;  // per Decoded.COLUMN index: its position in the output, -1 when not asked for
 
     private DecoderConfig(String text) {
@@ -106,6 +108,17 @@ final class DecoderConfig {
             avroBranches.put(e.getKey(), e.getValue().asText());
         }
         fields = strings(c.get("fields"));
+        imageDigests = c.path("image_digests").asBoolean(false);
+        JsonNode out = c.get("source_out");
+        String[] outNames = out == null || out.isNull() ? sourceFields : strings(out);
+        sourceOut = new int[outNames.length];
+        for (int i = 0; i < outNames.length; i++) {
+            sourceOut[i] = sourceIndex(outNames[i]);
+            if (sourceOut[i] < 0) {
+                throw new IllegalArgumentException("cdc-monitor decoder: source_out names " + outNames[i]
+                        + ", not a source field");
+            }
+        }
         slots = new int[Decoded.COLUMNS.length];
         java.util.Arrays.fill(slots, -1);
         for (int i = 0; i < fields.length; i++) {

@@ -48,8 +48,10 @@ final class JsonText {
 
     /**
      * The current value as written in {@code source} (an embedded schema: matched and compiled, never
-     * compared as text), a string as its characters, with a hash of its tokens in {@code hash[0]}: the
-     * same schema written with other whitespace is one version. The parser ends on its last token.
+     * compared as text), a string as its characters, with a hash of it in {@code hash[0]} that ignores
+     * the whitespace between tokens: the same schema written with other whitespace is one version. An
+     * object or array is skipped by the parser (no token's text is copied) and hashed as its span of
+     * {@code source}. The parser ends on its last token.
      */
     static String raw(JsonParser p, String source, long[] hash) throws IOException {
         JsonToken t = p.currentToken();
@@ -62,24 +64,32 @@ final class JsonText {
             return text;
         }
         int from = (int) p.currentTokenLocation().getCharOffset();
-        long h = OFFSET;
-        int depth = 0;
-        do {
-            h = (h ^ t.id()) * PRIME;
-            if (t == JsonToken.FIELD_NAME) {
-                h = feed(h, p.currentName());
-            } else if (t.isScalarValue()) {
-                h = feed(h, p.getText());
-            }
-            if (t.isStructStart()) {
-                depth++;
-            } else if (t.isStructEnd()) {
-                depth--;
-            }
-        } while (depth > 0 && (t = p.nextToken()) != null);
-        hash[0] = mix(h);
+        p.skipChildren();
         int to = (int) p.currentLocation().getCharOffset();
+        hash[0] = mix(spanHash(source, from, to));
         return source.substring(from, to);
+    }
+
+    /** FNV-1a over {@code s[from, to)}, JSON whitespace outside strings left out. */
+    private static long spanHash(String s, int from, int to) {
+        long h = OFFSET;
+        boolean inString = false;
+        for (int i = from; i < to; i++) {
+            char c = s.charAt(i);
+            if (inString) {
+                if (c == '\\' && i + 1 < to) {
+                    h = ((h ^ c) * PRIME ^ s.charAt(++i)) * PRIME;
+                    continue;
+                }
+                inString = c != '"';
+            } else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+                continue;
+            } else {
+                inString = c == '"';
+            }
+            h = (h ^ c) * PRIME;
+        }
+        return h;
     }
 
     private static final long OFFSET = 0xcbf29ce484222325L;

@@ -81,8 +81,8 @@ final class Verdicts {
         v.snapshot();
         v.marker();
         if (d.dataEvent()) {
-            v.embedded("value", d.valueSchema, false);
-            v.embedded("key", d.keySchema, true);
+            v.embedded("value", d.valueSchema, d.valueSchemaHash, false);
+            v.embedded("key", d.keySchema, d.keySchemaHash, true);
         }
         return v.out;
     }
@@ -339,8 +339,8 @@ final class Verdicts {
     }
 
     // -- embedded schemas (checks/schema.py) ------------------------------------------------------
-    private void embedded(String label, String schemaText, boolean key) {
-        ConnectSchema schema = ConnectSchema.of(schemaText, key, cfg.skipNullCheck);
+    private void embedded(String label, String schemaText, Long hash, boolean key) {
+        ConnectSchema schema = hash == null ? null : ConnectSchema.of(schemaText, hash, key, cfg.skipNullCheck);
         if (schema == null) {
             return;
         }
