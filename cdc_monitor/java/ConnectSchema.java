@@ -218,9 +218,20 @@ final class ConnectSchema {
 
     /** The key schema's name is {@code <topic>.Key}, each invalid Avro character as _. */
     boolean namedAfter(String topic) {
-        return name == null || NOT_AVRO_CHAR.matcher(name).replaceAll("_")
-                .equals(NOT_AVRO_CHAR.matcher(topic).replaceAll("_") + ".Key");
+        Named last = lastNamed;
+        if (last == null || !last.topic.equals(topic)) {
+            last = new Named(topic, name == null || NOT_AVRO_CHAR.matcher(name).replaceAll("_")
+                    .equals(NOT_AVRO_CHAR.matcher(topic).replaceAll("_") + ".Key"));
+            lastNamed = last;
+        }
+        return last.named;
     }
+
+    /** The last topic this key schema was compared with, and the answer: a topic's records ask again and again. */
+    private record Named(String topic, boolean named) {
+    }
+
+    private volatile Named lastNamed;
 
     /** (null fields, type mismatches, out-of-range integers) of one payload, each path once, in schema order. */
     List<Set<String>> judge(JsonNode payload) {

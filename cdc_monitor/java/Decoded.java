@@ -45,6 +45,14 @@ final class Decoded {
     boolean avroJson;  // the value was Avro's JSON encoding, read as the JSON converter's (AvroJson)
     private int payloadFrom = -1;
     private int payloadTo = -1;
+    private String parsed;  // the text the value's parser reads: the value, or the value with its known schema cut out
+
+    /** The JSON converter's value schema last read (any thread): a value written with the same text is not tokenized again. */
+    private record SchemaMemo(String text, long hash) {
+    }
+
+    private static volatile SchemaMemo lastSchema;
+    private static final String SCHEMA_FIRST = "{\"schema\":";
 
     /** {@code preError}: what an Avro stage before the decoder could not read (decoding/avro_wire.py), or null. */
     Decoded(DecoderConfig cfg, String topic, String key, String value, String preError, String preDetail,
@@ -59,22 +67,26 @@ final class Decoded {
     }
 
     void decode() {
+        String schema = knownSchema();
         Envelope top = new Envelope();
-        top.text = value;
+        top.text = parsed;
         Envelope payload = null;
         boolean valueJson = false;
         boolean valueShape = false;
         if (value != null) {
-            try (JsonParser p = JsonText.FACTORY.createParser(value)) {
+            try (JsonParser p = JsonText.FACTORY.createParser(parsed)) {
                 if (p.nextToken() != JsonToken.START_OBJECT) {
                     valueJson = true;
                 } else {
-                    String schema = null;
                     while (p.nextToken() == JsonToken.FIELD_NAME) {
                         String name = p.currentName();
                         p.nextToken();
                         if (name.equals("schema")) {
-                            schema = JsonText.raw(p, value, schemaHash);
+                            boolean object = p.currentToken() == JsonToken.START_OBJECT;
+                            schema = JsonText.raw(p, parsed, schemaHash);
+                            if (object) {
+                                lastSchema = new SchemaMemo(schema, schemaHash[0]);
+                            }
                         } else if (name.equals("payload")) {
                             payloadFrom = (int) p.currentTokenLocation().getCharOffset();
                             payload = payload(p, top);
@@ -128,7 +140,7 @@ final class Decoded {
             return null;
         }
         Envelope out = new Envelope();
-        out.text = value;
+        out.text = parsed;
         while (p.nextToken() == JsonToken.FIELD_NAME) {
             String name = p.currentName();
             p.nextToken();
@@ -210,13 +222,34 @@ final class Decoded {
         return out.toString();
     }
 
+    /**
+     * A value written by the JSON converter with the schema last read ({@code {"schema":<that text>,...}},
+     * compared in place, as bytes): its schema and hash, the parser given the rest; else null, the parser
+     * given the value. A topic's values share one schema text, so its records tokenize their payload only.
+     */
+    private String knownSchema() {
+        parsed = value;
+        SchemaMemo m = lastSchema;
+        if (value == null || m == null || !value.startsWith(SCHEMA_FIRST)) {
+            return null;
+        }
+        int end = SCHEMA_FIRST.length() + m.text.length();
+        if (end >= value.length() || value.charAt(end) != ','
+                || !value.regionMatches(SCHEMA_FIRST.length(), m.text, 0, m.text.length())) {
+            return null;
+        }
+        parsed = "{".concat(value.substring(end + 1));
+        schemaHash[0] = m.hash;
+        return m.text;
+    }
+
     /** The value's payload object as a tree (for its embedded schema's check), or null. */
     com.fasterxml.jackson.databind.JsonNode payloadTree() {
         if (payloadFrom < 0 || payloadTo <= payloadFrom) {
             return null;
         }
         try {
-            return TREES.readTree(value.substring(payloadFrom, payloadTo));
+            return TREES.readTree(parsed.substring(payloadFrom, payloadTo));
         } catch (IOException | RuntimeException ex) {
             return null;
         }
