@@ -130,7 +130,8 @@ class SqlFindings:
 
 def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFrame], session: SessionCaps) -> DataFrame:
     """The findings of ``checks`` (rows of ``FINDING_SCHEMA``) as one frame: one statement, one
-    ``spark.sql`` call (``sql_over``) in ``session``, the relations' session."""
+    ``spark.sql`` call (``sql_over``); ``session``: the capabilities of the relations' session."""
+    spark = next(iter(relations.values())).sparkSession
     args: dict[str, Any] = {}
     ctes: list[tuple[str, str]] = []
     selects: list[str] = []
@@ -150,7 +151,7 @@ def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFr
     names = [n for n, _ in ctes]
     assert len(set(names)) == len(names), f"subquery names repeat: {names}"
     if not selects:
-        return session.spark.createDataFrame([], FINDING_SCHEMA)
+        return spark.createDataFrame([], FINDING_SCHEMA)
     text = (("WITH " + ",\n".join(f"{n} AS ({q})" for n, q in ctes) + "\n") if ctes else "") + \
         "\nUNION ALL\n".join(f"SELECT * FROM ({s})" for s in selects)
     return sql_over(session, text, relations, args)
@@ -158,7 +159,7 @@ def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFr
 
 def sql_over(session: SessionCaps, text: str, frames: Mapping[str, DataFrame],
              args: Mapping[str, Any] | None = None) -> DataFrame:
-    """``spark.sql(text, args, **frames)`` in ``session`` (the frames'), each frame a temp view of a name of its own for the
+    """``spark.sql(text, args, **frames)`` in the frames' session (``session``: its capabilities), each frame a temp view of a name of its own for the
     statement's analysis, dropped by ``DROP VIEW`` after it. PySpark's own keyword frames are dropped
     through ``catalog.dropTempView``, which uncaches the view's plan: a persisted frame passed in is no
     longer persisted after the call (seen on pyspark 4.3; the kept subqueries this module had were
@@ -166,8 +167,9 @@ def sql_over(session: SessionCaps, text: str, frames: Mapping[str, DataFrame],
     in the cache (0.16 s a frame with a dozen frames cached; no difference measured in a scan's
     planning, which has few). A Spark Connect client analyses the statement when it runs, after the
     views would be dropped: there PySpark's keyword frames are relations of the statement's own plan
-    (no views, nothing uncached)."""
-    spark = session.spark
+    (no views, nothing uncached). (The frames' session, not ``session.spark``: watch's micro-batch
+    runs in Structured Streaming's clone of the session, whose temp views are its own.)"""
+    spark = next(iter(frames.values())).sparkSession
     if session.connect:
         return spark.sql(text, args=dict(args or {}), **frames)
     names = {name: f"cdc_{name}_{uuid.uuid4().hex}" for name in frames}
