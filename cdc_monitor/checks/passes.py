@@ -69,9 +69,9 @@ def distribute_by(group: tuple[str, ...], several: bool) -> str:
 
 def pass_frame(spark_pass: GroupPass, relations: Mapping[str, DataFrame], session: SessionCaps,
                args: Mapping[str, Any] | None = None, streamed: bool | None = None) -> DataFrame:
-    """The pass's output over ``relations`` (see the module) in ``session``, theirs: a sorted stream
-    walked by the judge where the session's JVM is this process's (classic), the judge's UDF over
-    collected groups on Spark Connect (``streamed``: either way, where the session allows it:
+    """The pass's output over ``relations`` (see the module; ``session``: the capabilities of their
+    session): a sorted stream walked by the judge where the session's JVM is this process's (classic),
+    the judge's UDF over collected groups on Spark Connect (``streamed``: either way, where the session allows it:
     tests/test_pass_feedings.py compares the two)."""
     p = spark_pass
     records = sql_over(session, p.records, relations, args)

@@ -159,16 +159,17 @@ def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFr
 
 def sql_over(session: SessionCaps, text: str, frames: Mapping[str, DataFrame],
              args: Mapping[str, Any] | None = None) -> DataFrame:
-    """``spark.sql(text, args, **frames)`` in the frames' session (``session``: its capabilities), each frame a temp view of a name of its own for the
-    statement's analysis, dropped by ``DROP VIEW`` after it. PySpark's own keyword frames are dropped
-    through ``catalog.dropTempView``, which uncaches the view's plan: a persisted frame passed in is no
-    longer persisted after the call (seen on pyspark 4.3; the kept subqueries this module had were
-    unpersisted so, and computed again by each reader), and the call plans the view again to find it
-    in the cache (0.16 s a frame with a dozen frames cached; no difference measured in a scan's
-    planning, which has few). A Spark Connect client analyses the statement when it runs, after the
-    views would be dropped: there PySpark's keyword frames are relations of the statement's own plan
-    (no views, nothing uncached). (The frames' session, not ``session.spark``: watch's micro-batch
-    runs in Structured Streaming's clone of the session, whose temp views are its own.)"""
+    """``spark.sql(text, args, **frames)`` in the frames' session (``session``: its capabilities), each
+    frame a temp view of a name of its own for the statement's analysis, dropped by ``DROP VIEW`` after
+    it. PySpark's own keyword frames are dropped through ``catalog.dropTempView``, which uncaches the
+    view's plan: a persisted frame passed in is no longer persisted after the call (seen on pyspark 4.3;
+    the kept subqueries this module had were unpersisted so, and computed again by each reader), and the
+    call plans the view again to find it in the cache (0.16 s a frame with a dozen frames cached; no
+    difference measured in a scan's planning, which has few). A Spark Connect client analyses the
+    statement when it runs, after the views would be dropped: there PySpark's keyword frames are
+    relations of the statement's own plan (no views, nothing uncached). (The frames' session, not
+    ``session.spark``: watch's micro-batch runs in Structured Streaming's clone of the session, whose
+    temp views are its own.)"""
     spark = next(iter(frames.values())).sparkSession
     if session.connect:
         return spark.sql(text, args=dict(args or {}), **frames)

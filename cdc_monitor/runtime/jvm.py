@@ -24,6 +24,10 @@ archive 16.7 s; with the archive and the C1-only JIT 13.2-13.7 s). So:
 
 JVM log lines go to stderr (errors only), never into a report on stdout: an archive another JDK wrote
 is skipped silently.
+
+The operators jar (cdc_monitor/java) per Spark minor, its classes reached through a classic session's
+JVM, and this package as a zip for a cluster's Python workers (``package_zip``) live here too: the
+session (session.py) and Spark Connect's artifacts (connect.py) read them.
 """
 
 from __future__ import annotations

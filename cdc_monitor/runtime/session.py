@@ -49,8 +49,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import DataType
 
-__all__ = ["SessionCaps", "capabilities", "get_spark", "jvm_log_dir", "package_zip"]
-
 
 @dataclass(frozen=True)
 class SessionCaps:
