@@ -104,7 +104,7 @@ def main() -> None:
     from cdc_monitor.decoding import decode_records
     from cdc_monitor.decoding.avro_wire import decode_wire_format
     from cdc_monitor.engine.cache import FrameCache
-    from cdc_monitor.runtime.session import get_spark
+    from cdc_monitor.runtime.session import capabilities, get_spark
 
     folder = WORK / f"avro-{args.events}"
     rows, schemas = _records(args.events)
@@ -112,6 +112,7 @@ def main() -> None:
         _write(rows, kind, folder / f"{kind}.parquet")
     limits = _python_limits(rows, schemas)
     spark = get_spark()
+    caps = capabilities(spark)
     results: dict[str, object] = {"records": len(rows), **limits}
     for kind in ("json", "avro"):
         best = None
@@ -122,7 +123,7 @@ def main() -> None:
             if kind == "avro":
                 records = decode_wire_format(records, schemas)
             started = time.perf_counter()
-            events = cache.materialize(decode_records(records))
+            events = cache.materialize(decode_records(records, session=caps))
             took = time.perf_counter() - started
             bad = events.where(F.col("decode_error").isNotNull()).count()
             cache.release()

@@ -19,15 +19,16 @@ def main(paths: list[str]) -> dict[str, float]:
     from cdc_monitor.decoding import decode_records
     from cdc_monitor.engine.cache import FrameCache
     from cdc_monitor.engine.facts import window_facts
-    from cdc_monitor.runtime.session import get_spark
+    from cdc_monitor.runtime.session import capabilities, get_spark
     from cdc_monitor.sources.capture import read_capture
 
     spark = get_spark()
+    caps = capabilities(spark)
     cfg = ScanConfig()
     costs: dict[str, float] = {}
     t0 = time.perf_counter()
     cache = FrameCache()
-    events = cache.materialize(decode_records(read_capture(spark, paths).records, cfg.roles))
+    events = cache.materialize(decode_records(read_capture(spark, paths).records, cfg.roles, session=caps))
     costs["read_decode_materialize"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     facts = window_facts(events)
@@ -41,12 +42,12 @@ def main(paths: list[str]) -> dict[str, float]:
 
     timed("record_verdicts", [verdict_findings(events)])  # every per-record rule, judged by the decoder
     timed("table_pass", [table_findings(events, TableRules(cfg.lag_threshold_ms, cfg.table_lag_threshold_ms,
-                                                           ddl_servers=facts.ddl_servers))])
+                                                           ddl_servers=facts.ddl_servers), caps)])
     started = time.perf_counter()
     lag_table(events).collect()
     costs["lag_table"] = round(time.perf_counter() - started, 2)
-    timed("transactions", transaction_check(events, CheckContext(facts, cfg, FrameCache())).findings)
-    timed("ordering", [ordering_findings(events, CheckContext(facts, cfg, FrameCache()))])
+    timed("transactions", transaction_check(events, CheckContext(caps, facts, cfg, FrameCache())).findings)
+    timed("ordering", [ordering_findings(events, CheckContext(caps, facts, cfg, FrameCache()))])
     return {k: round(v, 2) for k, v in costs.items()}
 
 

@@ -61,15 +61,16 @@ def rates(paths: list[str], runs: int) -> dict:
     from pyspark.sql import functions as F
 
     from cdc_monitor.decoding import decode_records
-    from cdc_monitor.runtime.session import get_spark
+    from cdc_monitor.runtime.session import capabilities, get_spark
     from cdc_monitor.sources.capture import read_capture
 
     spark = get_spark()
+    caps = capabilities(spark)
     records = read_capture(spark, paths).records.localCheckpoint()
     n = records.count()
     variants = {
         "read": records.select(F.col("value").cast("string").alias("v"), F.col("key").cast("string").alias("k")),
-        "decode_records": decode_records(records),
+        "decode_records": decode_records(records, session=caps),
     }
     out: dict = {"records": n}
     for name, frame in variants.items():

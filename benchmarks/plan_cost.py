@@ -37,13 +37,14 @@ def _serve(capture: str) -> None:
     from cdc_monitor.engine.cache import FrameCache
     from cdc_monitor.engine.facts import window_facts
     from cdc_monitor.engine.window import WholeWindow, WindowFrames, evaluate
-    from cdc_monitor.runtime.session import get_spark
+    from cdc_monitor.runtime.session import capabilities, get_spark
     from cdc_monitor.sources.capture import read_capture
 
     spark = get_spark()
+    caps = capabilities(spark)
     cfg = ScanConfig()
     cache = FrameCache()
-    events = cache.materialize(decode_records(read_capture(spark, [capture]).records, cfg.roles))
+    events = cache.materialize(decode_records(read_capture(spark, [capture]).records, cfg.roles, session=caps))
     facts = window_facts(events)
     scope = WholeWindow(cfg.max_findings, 60_000)
 
@@ -54,7 +55,7 @@ def _serve(capture: str) -> None:
     for _ in sys.stdin:
         started = time.perf_counter()
         with contextlib.suppress(_Planned):
-            evaluate(WindowFrames(events), CheckContext(facts, cfg, cache), scope, planned=stop)
+            evaluate(WindowFrames(events), CheckContext(caps, facts, cfg, cache), scope, planned=stop)
         print(round(time.perf_counter() - started, 3), flush=True)
 
 

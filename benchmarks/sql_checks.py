@@ -44,14 +44,15 @@ def main() -> None:
     from cdc_monitor.engine.cache import FrameCache
     from cdc_monitor.engine.facts import window_facts
     from cdc_monitor.engine.union import union_all
-    from cdc_monitor.runtime.session import get_spark
+    from cdc_monitor.runtime.session import capabilities, get_spark
     from cdc_monitor.sources.capture import read_capture
 
     old = {name: _load(args.baseline, name) for name in BASELINE}
     spark = get_spark()
+    caps = capabilities(spark)
     cfg, cache = ScanConfig(), FrameCache()
-    events = cache.materialize(decode_records(read_capture(spark, args.captures).records, cfg.roles))
-    ctx = CheckContext(window_facts(events), cfg, cache)
+    events = cache.materialize(decode_records(read_capture(spark, args.captures).records, cfg.roles, session=caps))
+    ctx = CheckContext(caps, window_facts(events), cfg, cache)
     lag_args = (cfg.lag_threshold_ms, cfg.table_lag_threshold_ms)
 
     def dataframes():
@@ -64,8 +65,8 @@ def main() -> None:
         relations = {"events": events}
         table = [table_pass.table_sql(table_pass.TableRules(*lag_args, ddl_servers=ctx.facts.ddl_servers)),
                  stalls.stall_sql(cfg.stall_threshold_ms), source_block.sequence_sql()]
-        return union_all([findings_frame([ordering.ordering_sql(ctx)], relations),
-                          findings_frame(table, relations)], FINDING_COLUMNS)
+        return union_all([findings_frame([ordering.ordering_sql(ctx)], relations, caps),
+                          findings_frame(table, relations, caps)], FINDING_COLUMNS)
 
     seconds: dict[str, list[float]] = {"dataframe": [], "sql": []}
     rows = {}

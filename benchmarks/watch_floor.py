@@ -57,12 +57,13 @@ def main() -> None:
     opts = ap.parse_args()
     from cdc_monitor.config import ScanConfig
     from cdc_monitor.decoding import decode_records
-    from cdc_monitor.runtime.session import get_spark
+    from cdc_monitor.runtime.session import capabilities, get_spark
     from cdc_monitor.watch.batch import WatchSettings
     from cdc_monitor.watch.carry import carry_stream
     from tests.support.watch_stream import run_stream, stage_stream
 
     spark = get_spark(micro_batches=True)
+    caps = capabilities(spark)
     settings = WatchSettings()
     scan = ScanConfig()
 
@@ -70,7 +71,7 @@ def main() -> None:
         frame.count()
 
     def decoded(frame: DataFrame, _: int) -> None:
-        decode_records(frame, scan.roles).write.format("noop").mode("overwrite").save()
+        decode_records(frame, scan.roles, session=caps).write.format("noop").mode("overwrite").save()
 
     def spread(frame: DataFrame, batch_id: int) -> None:
         decoded(frame.repartition(os.cpu_count() or 2), batch_id)
@@ -83,7 +84,7 @@ def main() -> None:
         results["decode"] = _run(spark, folder / "in", folder / "c2", lambda s: s, decoded)
         results["decode, spread"] = _run(spark, folder / "in", folder / "c5", lambda s: s, spread)
         results["state"] = _run(spark, folder / "in", folder / "c3",
-                                lambda s: carry_stream(s, settings.carry(), scan), count)
+                                lambda s: carry_stream(s, settings.carry(), scan, caps), count)
         started = time.perf_counter()
         outcomes, _ = run_stream(spark, folder / "in", folder / "c4", settings)
         took = time.perf_counter() - started

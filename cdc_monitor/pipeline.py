@@ -38,13 +38,15 @@ from cdc_monitor.engine.jobs import JobCounter
 from cdc_monitor.engine.read_window import ReadWindow, read_window
 from cdc_monitor.engine.series import step_ms
 from cdc_monitor.engine.window import WholeWindow, evaluate
+from cdc_monitor.history.record import ScanHistory
 from cdc_monitor.runtime.connect import SKIPPED
+from cdc_monitor.runtime.failures import note_window
 from cdc_monitor.runtime.progress import live_steps, spark_tasks
-from cdc_monitor.runtime.settings import generated_code
+from cdc_monitor.runtime.session import SessionCaps, capabilities
 from cdc_monitor.vocabulary import HISTORY_CHECKS, SCAN_CHECKS, SEVERITY_RANK
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
     from cdc_monitor.engine.window import WindowOutcome
     from cdc_monitor.runtime.progress import Live, Off
@@ -161,11 +163,11 @@ class _Laps:
     """A scan's timings: each step's seconds (``lap``), the Spark jobs and stages it ran; on a
     terminal, the step that runs next is the live line's (runtime/progress.py)."""
 
-    def __init__(self, spark: SparkSession, progress: Callable[[str], None] | None, steps: Live | Off,
+    def __init__(self, session: SessionCaps, progress: Callable[[str], None] | None, steps: Live | Off,
                  order: tuple[str, ...]):
         self.started = self.mark = time.time()
         self.timings: dict[str, float] = {}
-        self.jobs = JobCounter(spark)
+        self.jobs = JobCounter(session)
         self.progress = progress
         self.steps, self.order = steps, order
 
@@ -194,29 +196,27 @@ class _Laps:
 
 def run_scan(source: SourceResult, config: ScanConfig | None = None,
              progress: Callable[[str], None] | None = None, keep_events: bool = False,
-             live: bool = False) -> ScanResult:
+             live: bool = False, session: SessionCaps | None = None) -> ScanResult:
     """Decode, check and summarise one window: the scan's steps, each a call into the module that
     owns it. ``progress`` receives a line per finished step; ``keep_events`` leaves the cached
     events frame on the result until ``result.release()``; ``live``: the running step on a live
-    line (runtime/progress.py; only on a terminal)."""
+    line (runtime/progress.py; only on a terminal); ``session``: the capabilities of the source's
+    session (runtime/session.py; by default asked here), handed down to every step."""
     cfg = config or ScanConfig()
-    spark = source.records.sparkSession
+    caps = session or capabilities(source.records.sparkSession)
     order = tuple(s for s in SCAN_STEPS if s != "history" or cfg.history)
-    with live_steps(live, step_name(order[0]), lambda: spark_tasks(spark)) as steps:
-        return _run_scan(source, cfg, _Laps(spark, progress, steps, order), keep_events)
+    with live_steps(live, step_name(order[0]), lambda: spark_tasks(caps)) as steps:
+        return _run_scan(source, cfg, caps, _Laps(caps, progress, steps, order), keep_events)
 
 
-def _run_scan(source: SourceResult, cfg: ScanConfig, laps: _Laps, keep_events: bool) -> ScanResult:
-    from cdc_monitor.history.record import ScanHistory
-
-    spark = source.records.sparkSession
+def _run_scan(source: SourceResult, cfg: ScanConfig, session: SessionCaps, laps: _Laps, keep_events: bool) -> ScanResult:
     cache = FrameCache()
-    window = read_window(source, cfg, cache, laps.lap)  # jobs 1-2: decoded, held, the census
-    history = ScanHistory.start(spark, cfg, window.facts)  # --history: its past read beside the checks
+    window = read_window(source, cfg, cache, session, laps.lap, note_window)  # jobs 1-2: decoded, held, the census
+    history = ScanHistory.start(session, cfg, window.facts)  # --history: its past read beside the checks
     step = step_ms(window.facts.window["start_ms"], window.facts.window["end_ms"])
     scope = WholeWindow(cfg.max_findings, step, cfg.history_interval_ms if cfg.history else None)
-    with generated_code(spark, window.records >= cfg.codegen_rows):
-        collected = evaluate(window.frames, CheckContext(window.facts, cfg, cache), scope,  # job 3: every check
+    with session.generated_code(window.records >= cfg.codegen_rows):
+        collected = evaluate(window.frames, CheckContext(session, window.facts, cfg, cache), scope,  # job 3: every check
                              planned=lambda: laps.lap("checks_plan_and_aggregates"))
     laps.lap("findings", f" ({sum(int(c['count']) for c in collected.counts)} found)")
     # --history: the window judged against it and recorded; its anomalies join the findings

@@ -71,6 +71,14 @@ def spark():
 
 
 @pytest.fixture(scope="session")
+def caps(spark):
+    """The test session's capabilities (runtime/session.py): what the engine, checks and watch are handed."""
+    from cdc_monitor.runtime.session import capabilities
+
+    return capabilities(spark)
+
+
+@pytest.fixture(scope="session")
 def scan(spark):
     """scan(paths, **config) -> ScanResult over capture files."""
     from cdc_monitor.config import ScanConfig

@@ -35,12 +35,13 @@ KEYS = [('{"id": 1}', None), ('{"schema": {}, "payload": {"id": 1}}', None), ("1
 
 
 @pytest.fixture(scope="module")
-def verdicts(spark):
+def verdicts(spark, caps):
     rows = [("t", None, v.encode()) for v, _ in CASES] + [("k", k.encode(), b'{"op": "c"}') for k, _ in KEYS]
     frame = spark.createDataFrame(rows, "topic string, key binary, value binary").selectExpr(
         "topic", "0 AS partition", "monotonically_increasing_id() AS offset", "key", "value",
         "current_timestamp() AS timestamp", "0 AS timestampType", "CAST(NULL AS array<struct<key:string,value:binary>>) AS headers")
-    out = decode_records(frame, texts=True).select("topic", "key", "value_text", "decode_error", "decode_detail").collect()
+    out = decode_records(frame, texts=True, session=caps).select(
+        "topic", "key", "value_text", "decode_error", "decode_detail").collect()
     return {(r["topic"], r["key"] if r["topic"] == "k" else r["value_text"]): (r["decode_error"], r["decode_detail"])
             for r in out}
 
@@ -60,7 +61,7 @@ CANONICAL_KEYS = ['{"b": 1, "a": "x"}', '{"id":-0}', '{"id": 1234567890123456789
                   '{"s": "caf\\u00e9"}', '{"a": 1, "a": 2}', '{"payload": "abc", "schema": {}}', '{"payload": 5, "schema": {}}']
 
 
-def test_keys_are_grouped_by_their_canonical_payload_as_spark_writes_it(spark):
+def test_keys_are_grouped_by_their_canonical_payload_as_spark_writes_it(spark, caps):
     """The decoder writes flat keys canonically itself (fields sorted, no whitespace); Spark's
     canonical_key writes the others: both give what Spark's alone gives."""
     from pyspark.sql import functions as F
@@ -72,6 +73,6 @@ def test_keys_are_grouped_by_their_canonical_payload_as_spark_writes_it(spark):
         "topic", "0 AS partition", "monotonically_increasing_id() AS offset", "key", "value",
         "current_timestamp() AS timestamp", "0 AS timestampType", "CAST(NULL AS array<struct<key:string,value:binary>>) AS headers")
     payload = F.coalesce(F.get_json_object("key", "$.payload"), F.col("key"))
-    got = decode_records(frame).select("key", "key_payload", canonical_key(payload).alias("spark")).collect()
+    got = decode_records(frame, session=caps).select("key", "key_payload", canonical_key(payload).alias("spark")).collect()
     assert len(got) == len(CANONICAL_KEYS)
     assert [(r["key"], r["key_payload"]) for r in got] == [(r["key"], r["spark"]) for r in got]

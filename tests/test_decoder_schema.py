@@ -72,7 +72,7 @@ CASES: dict[str, tuple[str, dict | None, dict, dict[str, str]]] = {  # name -> (
 
 
 @pytest.fixture(scope="module")
-def verdicts(spark):
+def verdicts(spark, caps):
     rows = [(topic, json.dumps(key) if key else None, json.dumps(value), name)
             for name, (topic, key, value, _) in CASES.items()]
     frame = spark.createDataFrame(rows, "topic string, key string, value string, name string").selectExpr(
@@ -80,7 +80,7 @@ def verdicts(spark):
         "CAST(value AS binary) AS value", "current_timestamp() AS timestamp", "0 AS timestampType",
         "CAST(NULL AS array<struct<key:string,value:binary>>) AS headers", "name")
     schema_rules = {r.name for r in SCHEMA_RULES}
-    out = decode_records(frame, keep=("name",)).select("name", "decode_error", "verdicts").collect()
+    out = decode_records(frame, keep=("name",), session=caps).select("name", "decode_error", "verdicts").collect()
     assert all(r["decode_error"] is None for r in out)
     return {r["name"]: {v["rule"]: v["message"] for v in r["verdicts"] or [] if v["rule"] in schema_rules} for r in out}
 

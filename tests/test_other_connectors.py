@@ -102,7 +102,7 @@ MARIADB_NAMED = {"type": "struct", "optional": False, "name": "maria.shop.orders
     {"field": "op", "type": "string", "optional": False}]}
 
 
-def test_mariadb_events_are_judged_as_mysql(spark):
+def test_mariadb_events_are_judged_as_mysql(spark, caps):
     from cdc_monitor.decoding import decode_records
 
     def value(**source) -> dict:
@@ -123,5 +123,5 @@ def test_mariadb_events_are_judged_as_mysql(spark):
         "CAST(NULL AS array<struct<key:string,value:binary>>) AS headers", "name")
     out = {r["name"]: (r["flavour"], r["position"], r["table"],
                        next((v["message"] for v in r["verdicts"] or [] if v["rule"] == "missing_source_field"), None))
-           for r in decode_records(frame, keep=("name",)).collect()}
+           for r in decode_records(frame, keep=("name",), session=caps).collect()}
     assert out == {name: want for name, (_, want) in cases.items()}

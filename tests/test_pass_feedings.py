@@ -20,13 +20,13 @@ from cdc_monitor.sources.capture import read_capture
 
 
 @pytest.fixture(scope="module", params=["mysql", "postgresql", "mongodb"])
-def window(request, spark, tmp_path_factory):
+def window(request, spark, caps, tmp_path_factory):
     path = tmp_path_factory.mktemp("feedings") / f"{request.param}.jsonl"
     write_capture(generate(request.param, events=1_500, seed=21, faults=True), path)
     cfg = ScanConfig(one_partition_rows=0)  # several partitions: the pass's own shuffle
     cache = FrameCache()
-    got = read_window(read_capture(spark, [str(path)]), cfg, cache, lambda *_: None)
-    yield got.frames.events, CheckContext(got.facts, cfg, cache)
+    got = read_window(read_capture(spark, [str(path)]), cfg, cache, caps, lambda *_: None)
+    yield got.frames.events, CheckContext(caps, got.facts, cfg, cache)
     cache.release()
 
 
@@ -34,9 +34,9 @@ def _rows(frame) -> list[tuple]:
     return sorted(tuple(repr(v) for v in r) for r in frame.collect())
 
 
-def _both(spec, events, args=None) -> tuple[list[tuple], list[tuple]]:
-    streamed = _rows(pass_frame(spec, {"events": events}, args, streamed=True))
-    collected = _rows(pass_frame(spec, {"events": events}, args, streamed=False))
+def _both(spec, events, ctx, args=None) -> tuple[list[tuple], list[tuple]]:
+    streamed = _rows(pass_frame(spec, {"events": events}, ctx.session, args, streamed=True))
+    collected = _rows(pass_frame(spec, {"events": events}, ctx.session, args, streamed=False))
     return streamed, collected
 
 
@@ -44,7 +44,7 @@ def test_the_key_pass_streamed_equals_collected(window):
     events, ctx = window
     from_start, args = ctx.facts.from_start_sql()
     for distribute in (True, False):
-        streamed, collected = _both(key_pass(from_start, distribute), events, args)
+        streamed, collected = _both(key_pass(from_start, distribute), events, ctx, args)
         assert streamed == collected
         assert streamed, "the faulted window has ordering findings"
 
@@ -53,7 +53,7 @@ def test_the_table_pass_streamed_equals_collected(window):
     events, ctx = window
     rules = TableRules(1_000, snapshots=True, ddl_servers=ctx.facts.ddl_servers or None,
                        since=ctx.facts.lookup_sql("first_change", "concat_ws('|', server, `table`)"))
-    streamed, collected = _both(table_pass(rules), events, rules.args())
+    streamed, collected = _both(table_pass(rules), events, ctx, rules.args())
     assert streamed == collected
     assert streamed, "the faulted window has lag spikes"
 
@@ -61,6 +61,6 @@ def test_the_table_pass_streamed_equals_collected(window):
 def test_the_transaction_pass_streamed_equals_collected(window):
     events, ctx = window
     spec, args = data_pass(ctx)
-    streamed, collected = _both(spec, events, args)
+    streamed, collected = _both(spec, events, ctx, args)
     assert streamed == collected
     assert streamed, "the faulted window has transactions"

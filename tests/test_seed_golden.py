@@ -15,9 +15,9 @@ FIELDS = list(CASES[0]["expected"]["fields"])
 
 
 @pytest.fixture(scope="module")
-def seed_scan(spark, scan, tmp_path_factory):
+def seed_scan(spark, caps, scan, tmp_path_factory):
     path = seed_capture(tmp_path_factory.mktemp("seeds") / "seeds.jsonl")
-    frame = decode_records(read_capture(spark, [path]).records).select("offset", *FIELDS)
+    frame = decode_records(read_capture(spark, [path]).records, session=caps).select("offset", *FIELDS)
     decoded = [r.asDict(recursive=True) for r in frame.collect()]
     return {r["offset"]: {k: r[k] for k in FIELDS} for r in decoded}, scan([path])
 

@@ -47,7 +47,7 @@ def avro_records(spark, traffic, registry_url: str):
 
 
 @pytest.mark.parametrize("flavour,cuts", [("mysql", 2)])  # sqlserver in bursts: tests/test_broker_faults.py
-def test_every_fault_is_counted_once_across_batches(spark, tmp_path, flavour, cuts):
+def test_every_fault_is_counted_once_across_batches(spark, caps, tmp_path, flavour, cuts):
     """The real streaming query (stateful carry operators on RocksDB) over micro-batches cut as a
     per-trigger cap cuts them, the transaction topics read ahead (whole in the first batch: a transaction whose END comes
     before its events is judged once they are in, not before). Beside the JSON flavour, PostgreSQL
@@ -90,7 +90,7 @@ def test_every_fault_is_counted_once_across_batches(spark, tmp_path, flavour, cu
                                                                       for r in ends}
     # a batch Spark re-runs (it crashed before committing) is not applied twice
     store = StateStore(tmp_path / "ckpt")
-    again, after = process_batch(spark, last, cuts, store.load(), store, settings)
+    again, after = process_batch(caps, last, cuts, store.load(), store, settings)
     assert again.skipped and after.totals == state.totals
     # each server's newest transaction is open, and overdue once past the grace period
     assert len(state.open_txns) == 2
@@ -121,7 +121,7 @@ def test_a_stream_without_transactions_or_schemas_counts_every_fault_once(spark,
 
 
 
-def test_a_batch_without_a_servers_markers_leaves_its_open_transactions_open(spark, tmp_path):
+def test_a_batch_without_a_servers_markers_leaves_its_open_transactions_open(spark, caps, tmp_path):
     """A quiet database: the connector's newest transaction stays open (its END comes with the next
     BEGIN) while only heartbeats arrive, and the operator's server group is not called (no new
     marker, no timeout yet). A batch of one heartbeat must not close the transaction the driver
@@ -131,11 +131,11 @@ def test_a_batch_without_a_servers_markers_leaves_its_open_transactions_open(spa
     beat = read_capture(spark, [str(tmp_path / "f.jsonl")]).records.where(
         F.col("topic").startswith("__debezium-heartbeat.")).limit(1)
     # what the operator emits for it: the record, new (its partition group's row)
-    fed = carry_input(beat, WatchSettings().scan)
+    fed = carry_input(beat, WatchSettings().scan, caps)
     out = fed.where(F.col(REST).isNotNull()).select(*FACT, REST, F.lit("new").alias("role"))
     server = traffic.flavour.server
     state = WatchState(batch_id=4, open_txns={f"{server}|txn-7": 1_000.0})
-    outcome, after = process_batch(spark, decoded_stream(out, WatchSettings().scan), 5, state, StateStore(tmp_path / "ckpt"),
+    outcome, after = process_batch(caps, decoded_stream(out, WatchSettings().scan), 5, state, StateStore(tmp_path / "ckpt"),
                                    WatchSettings(), now=2_000.0)
     assert outcome.records == 1 and not outcome.skipped
     assert after.open_txns == {f"{server}|txn-7": 1_000.0}

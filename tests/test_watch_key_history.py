@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql import types as T
 
 from cdc_monitor.errors import EnvironmentProblem
+from cdc_monitor.runtime.session import capabilities
 from cdc_monitor.watch import carry
 from cdc_monitor.watch.carry import STREAM_CONF, CarrySettings, carry_operator
 
@@ -50,7 +51,7 @@ def run(spark, source: Path, checkpoint: Path, batches: list[list[dict]], first:
         spark.conf.set(name, value)
     got: list[list[tuple]] = []
     stream = spark.readStream.schema(fed).option("maxFilesPerTrigger", 1).parquet(str(source))
-    query = (carry_operator(stream, cfg).writeStream
+    query = (carry_operator(stream, cfg, capabilities(spark)).writeStream
              .foreachBatch(lambda frame, _: got.append([r for r in frame.collect()]))
              .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
     query.awaitTermination()
@@ -106,12 +107,12 @@ def test_idle_keys_are_evicted_and_other_groups_carried(spark, tmp_path):
     assert [r["role"] for r in again[0]] == ["new"]
 
 
-def test_a_session_without_the_operator_jar_gets_a_fix_it_error(spark, monkeypatch):
+def test_a_session_without_the_operator_jar_gets_a_fix_it_error(spark, caps, monkeypatch):
     """A driver started without the jar (spark-submit without --jars): one line that says how to fix
     it, before any query starts (a class py4j cannot find, looked up in this real session)."""
     monkeypatch.setattr(carry, "OPERATOR_CLASS", "cdcmonitor.NoSuchOperator")
     with pytest.raises(EnvironmentProblem, match=r"not on the Spark driver's classpath.*spark\.jars"):
-        carry_operator(spark.createDataFrame([], fed_schema(spark)), CarrySettings())
+        carry_operator(spark.createDataFrame([], fed_schema(spark)), CarrySettings(), caps)
 
 
 def test_more_keys_than_max_keys_are_capped_counted_and_no_finding_is_false(spark, tmp_path):

@@ -2,7 +2,7 @@
 where its intermediate frames live. Checks import this module, never the engine that computes the
 facts and holds the frames (``engine/facts.py`` fills ``WindowFacts`` from one aggregate;
 ``engine/cache.py``'s ``FrameCache`` is a ``Placement``). A check can run on a tiny hand-made frame
-with ``CheckContext()``: no facts known, frames left as they are.
+with ``CheckContext(session)``: no facts known, frames left as they are.
 
 Each per-server or per-partition fact reaches a plan as one JSON text literal parsed into a map
 (``fact_lookup``; Spark folds the parse into a map literal before the plan runs): one literal
@@ -21,6 +21,8 @@ from cdc_monitor.config import ScanConfig
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row
+
+    from cdc_monitor.runtime.session import SessionCaps
 
 
 
@@ -150,8 +152,10 @@ class AsIs:
 
 @dataclass(frozen=True)
 class CheckContext:
-    """Everything a check reads that is not a frame."""
+    """Everything a check reads that is not a frame: the session's capabilities first (how its SQL
+    and passes reach Spark: runtime/session.py), then what the window showed."""
 
+    session: SessionCaps
     facts: WindowFacts = field(default_factory=lambda: WindowFacts(rows=[], partitions=[]))
     config: ScanConfig = field(default_factory=ScanConfig)
     placement: Placement = field(default_factory=AsIs)

@@ -123,4 +123,4 @@ def ordering_sql(ctx: CheckContext) -> SqlFindings:
 
 def ordering_findings(events: DataFrame, ctx: CheckContext) -> DataFrame:
     """The ordering check alone over ``events`` (the suite runs ``ordering_sql`` with its scope)."""
-    return findings_frame([ordering_sql(ctx)], {"events": events})
+    return findings_frame([ordering_sql(ctx)], {"events": events}, ctx.session)

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
     from pyspark.sql import DataFrame
 
+    from cdc_monitor.runtime.session import SessionCaps
+
 
 @dataclass(frozen=True)
 class GroupPass:
@@ -52,6 +54,11 @@ class GroupPass:
         keep = ",".join(f"`{c}`:string" for c in self.keep)
         return f"struct<{keep},{element.removeprefix('struct<')}"
 
+    def frame(self, relations: Mapping[str, DataFrame], session: SessionCaps,
+              args: Mapping[str, Any] | None = None) -> DataFrame:
+        """The pass's output (``pass_frame``): the relation ``name`` a check's SQL reads (checks/sql.py)."""
+        return pass_frame(self, relations, session, args)
+
 
 def distribute_by(group: tuple[str, ...], several: bool) -> str:
     """The clause a pass's records end with before their SQL windows: in several partitions,
@@ -60,35 +67,31 @@ def distribute_by(group: tuple[str, ...], several: bool) -> str:
     return f"DISTRIBUTE BY {', '.join(f'`{g}`' for g in group)}" if several else ""
 
 
-def pass_frame(spark_pass: GroupPass, relations: Mapping[str, DataFrame], args: Mapping[str, Any] | None = None,
-               streamed: bool | None = None) -> DataFrame:
-    """The pass's output over ``relations`` (see the module): a sorted stream walked by the judge on a
-    classic session, the judge's UDF over collected groups on Spark Connect (``streamed``: either
-    way, where the session allows it: tests/test_pass_feedings.py compares the two)."""
-    from cdc_monitor.runtime.connect import is_connect
-
+def pass_frame(spark_pass: GroupPass, relations: Mapping[str, DataFrame], session: SessionCaps,
+               args: Mapping[str, Any] | None = None, streamed: bool | None = None) -> DataFrame:
+    """The pass's output over ``relations`` (see the module; ``session``: the capabilities of their
+    session): a sorted stream walked by the judge where the session's JVM is this process's (classic),
+    the judge's UDF over collected groups on Spark Connect (``streamed``: either way, where the session allows it:
+    tests/test_pass_feedings.py compares the two)."""
     p = spark_pass
-    spark = next(iter(relations.values())).sparkSession
-    records = sql_over(spark, p.records, relations, args)
+    records = sql_over(session, p.records, relations, args)
     if streamed is None:
-        streamed = not is_connect(spark)
+        streamed = session.jvm
     if not streamed:
-        register(spark, p.judge)
+        register(session, p.judge)
         keep = ", ".join(f"`{c}`" for c in p.keep)
         fields = ", ".join(f"`{f}`" for f in p.fields)
         call = ", ".join([f"collect_list(struct({fields}))", *p.udf_args])
-        return sql_over(spark, f"""SELECT {keep}, inline({p.judge.name}({call}))
+        return sql_over(session, f"""SELECT {keep}, inline({p.judge.name}({call}))
                                    FROM {{records}} GROUP BY {', '.join(f'`{g}`' for g in p.group)}""",
                         {"records": records}, args)
-    return _stream(records, p)
+    return _stream(records, p, session)
 
 
-def _stream(records: DataFrame, p: GroupPass) -> DataFrame:
+def _stream(records: DataFrame, p: GroupPass, session: SessionCaps) -> DataFrame:
     """``records`` walked by ``p``'s judge on the JVM (``<judge class>.stream``)."""
     from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 
-    from cdc_monitor.runtime.jvm import operator_class
-
-    judge = operator_class(records.sparkSession, p.judge.java_class)
+    judge = session.operator_class(p.judge.java_class)
     jdf = judge.stream(records._jdf, list(p.group), list(p.order), p.output())  # type: ignore[attr-defined]
     return ClassicFrame(jdf, records.sparkSession)

@@ -17,6 +17,8 @@ from cdc_monitor.vocabulary import Rule, Severity
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from cdc_monitor.runtime.session import SessionCaps
+
 SEQUENCE_CONFLICT = Rule("sequence_conflict", "ordering", Severity.ERROR, "table",
     "one PostgreSQL source.sequence on events with different LSNs (the sequence names one place in the WAL)")
 INVALID_POSITION = Rule("invalid_position", "schema", Severity.ERROR, "record",
@@ -42,6 +44,6 @@ def sequence_sql() -> SqlFindings:
         WHERE source.lsn != first_lsn""",))
 
 
-def sequence_findings(events: DataFrame) -> DataFrame:
+def sequence_findings(events: DataFrame, session: SessionCaps) -> DataFrame:
     """The sequence rule alone over ``events`` (the suite runs ``sequence_sql`` with its scope)."""
-    return findings_frame([sequence_sql()], {"events": events})
+    return findings_frame([sequence_sql()], {"events": events}, session)

@@ -22,15 +22,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cdc_monitor.checks.findings import FINDING_SCHEMA, MAX_OFFSETS
 from cdc_monitor.vocabulary import Rule
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
-    from cdc_monitor.checks.passes import GroupPass
+    from cdc_monitor.runtime.session import SessionCaps
 
 def lit(value: str | int | bool | None) -> str:
     """The project's own constant ``value`` (a rule's name, an op) as a SQL literal (text quoted, quotes
@@ -107,6 +107,16 @@ class JavaFunction:
     returns: str  # its return type, as DDL
 
 
+class RelationPass(Protocol):
+    """A pass whose output a check's text reads as the relation ``name`` (checks/passes.py's ``GroupPass``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def frame(self, relations: Mapping[str, DataFrame], session: SessionCaps,
+              args: Mapping[str, Any] | None = None) -> DataFrame: ...
+
+
 @dataclass(frozen=True)
 class SqlFindings:
     """One check's findings as SQL text over the window's relations (see the module)."""
@@ -115,25 +125,23 @@ class SqlFindings:
     ctes: tuple[tuple[str, str], ...] = ()  # (name, SELECT), each may read the relations and earlier ones
     args: Mapping[str, Any] = field(default_factory=dict)  # named parameters (:name)
     functions: tuple[JavaFunction, ...] = ()  # Java functions of the operators jar the text calls
-    passes: tuple[GroupPass, ...] = ()  # passes whose output the text reads, each as the relation it names
+    passes: tuple[RelationPass, ...] = ()  # passes whose output the text reads, each as the relation it names
 
 
-def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFrame]) -> DataFrame:
+def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFrame], session: SessionCaps) -> DataFrame:
     """The findings of ``checks`` (rows of ``FINDING_SCHEMA``) as one frame: one statement, one
-    ``spark.sql`` call (``sql_over``)."""
+    ``spark.sql`` call (``sql_over``); ``session``: the capabilities of the relations' session."""
     spark = next(iter(relations.values())).sparkSession
     args: dict[str, Any] = {}
     ctes: list[tuple[str, str]] = []
     selects: list[str] = []
     for function in {f for check in checks for f in check.functions}:
-        register(spark, function)
+        register(session, function)
     relations = dict(relations)
     for check in checks:
         for group_pass in check.passes:
-            from cdc_monitor.checks.passes import pass_frame
-
             assert group_pass.name not in relations, f"two relations named {group_pass.name}"
-            relations[group_pass.name] = pass_frame(group_pass, relations, check.args)
+            relations[group_pass.name] = group_pass.frame(relations, session, check.args)
     for check in checks:
         clash = {k for k, v in check.args.items() if k in args and args[k] != v}
         assert not clash, f"two checks bind different values to :{clash}"
@@ -146,23 +154,24 @@ def findings_frame(checks: Sequence[SqlFindings], relations: Mapping[str, DataFr
         return spark.createDataFrame([], FINDING_SCHEMA)
     text = (("WITH " + ",\n".join(f"{n} AS ({q})" for n, q in ctes) + "\n") if ctes else "") + \
         "\nUNION ALL\n".join(f"SELECT * FROM ({s})" for s in selects)
-    return sql_over(spark, text, relations, args)
+    return sql_over(session, text, relations, args)
 
 
-def sql_over(spark: SparkSession, text: str, frames: Mapping[str, DataFrame],
+def sql_over(session: SessionCaps, text: str, frames: Mapping[str, DataFrame],
              args: Mapping[str, Any] | None = None) -> DataFrame:
-    """``spark.sql(text, args, **frames)``, each frame a temp view of a name of its own for the
-    statement's analysis, dropped by ``DROP VIEW`` after it. PySpark's own keyword frames are dropped
-    through ``catalog.dropTempView``, which uncaches the view's plan: a persisted frame passed in is no
-    longer persisted after the call (seen on pyspark 4.3; the kept subqueries this module had were
-    unpersisted so, and computed again by each reader), and the call plans the view again to find it
-    in the cache (0.16 s a frame with a dozen frames cached; no difference measured in a scan's
-    planning, which has few). A Spark Connect client analyses the statement when it runs, after the
-    views would be dropped: there PySpark's keyword frames are relations of the statement's own plan
-    (no views, nothing uncached)."""
-    from cdc_monitor.runtime.connect import is_connect
-
-    if is_connect(spark):
+    """``spark.sql(text, args, **frames)`` in the frames' session (``session``: its capabilities), each
+    frame a temp view of a name of its own for the statement's analysis, dropped by ``DROP VIEW`` after
+    it. PySpark's own keyword frames are dropped through ``catalog.dropTempView``, which uncaches the
+    view's plan: a persisted frame passed in is no longer persisted after the call (seen on pyspark 4.3;
+    the kept subqueries this module had were unpersisted so, and computed again by each reader), and the
+    call plans the view again to find it in the cache (0.16 s a frame with a dozen frames cached; no
+    difference measured in a scan's planning, which has few). A Spark Connect client analyses the
+    statement when it runs, after the views would be dropped: there PySpark's keyword frames are
+    relations of the statement's own plan (no views, nothing uncached). (The frames' session, not
+    ``session.spark``: watch's micro-batch runs in Structured Streaming's clone of the session, whose
+    temp views are its own.)"""
+    spark = next(iter(frames.values())).sparkSession
+    if session.connect:
         return spark.sql(text, args=dict(args or {}), **frames)
     names = {name: f"cdc_{name}_{uuid.uuid4().hex}" for name in frames}
     for name, frame in frames.items():
@@ -174,8 +183,6 @@ def sql_over(spark: SparkSession, text: str, frames: Mapping[str, DataFrame],
             spark.sql(f"DROP VIEW IF EXISTS {view}")
 
 
-def register(spark: SparkSession, function: JavaFunction) -> None:
-    """``function`` registered in ``spark`` (idempotent; runtime/jvm.py)."""
-    from cdc_monitor.runtime.jvm import register_java_function
-
-    register_java_function(spark, function.name, function.java_class, function.returns, "cdc-monitor's checks")
+def register(session: SessionCaps, function: JavaFunction) -> None:
+    """``function`` registered in ``session`` (idempotent; runtime/session.py)."""
+    session.register_java_function(function.name, function.java_class, function.returns, "cdc-monitor's checks")

@@ -31,6 +31,8 @@ from cdc_monitor.vocabulary import Rule, Severity
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from cdc_monitor.runtime.session import SessionCaps
+
 CONNECTOR_STALLED = Rule("connector_stalled", "lag", Severity.WARNING, "table",
     "a server's heartbeat and data topics fell silent longer than the stall threshold, then it wrote again; without "
     "the server's heartbeats in the window, only when change events written after the silence were committed at "
@@ -94,6 +96,6 @@ def stall_sql(threshold_ms: int | None = None) -> SqlFindings:
     )
 
 
-def stall_findings(events: DataFrame, threshold_ms: int | None = None) -> DataFrame:
+def stall_findings(events: DataFrame, session: SessionCaps, threshold_ms: int | None = None) -> DataFrame:
     """The stall check alone over ``events`` (the suite runs ``stall_sql`` with its scope)."""
-    return findings_frame([stall_sql(threshold_ms)], {"events": events})
+    return findings_frame([stall_sql(threshold_ms)], {"events": events}, session)

@@ -61,8 +61,8 @@ def run_checks(events: DataFrame, ctx: CheckContext, *, fresh: DataFrame | None 
     by_scope = {
         # what the record alone shows, judged by the decoder while it read the record
         "record": [verdict_findings(fresh)] if facts.has_verdicts else [],
-        "key": [findings_frame([ordering_sql(ctx)], relations)],
+        "key": [findings_frame([ordering_sql(ctx)], relations, ctx.session)],
         "transaction": tx.findings if tx is not None else [],
-        "table": [*([topic_findings(fresh)] if facts.has_topic_flags else []), findings_frame(per_table, relations)],
+        "table": [*([topic_findings(fresh)] if facts.has_topic_flags else []), findings_frame(per_table, relations, ctx.session)],
     }
     return CheckedResult(by_scope=by_scope, lag=lag_table(fresh), transactions=tx.transactions if tx is not None else None)

@@ -33,6 +33,8 @@ from cdc_monitor.checks.sql import JavaFunction, SqlFindings, findings_frame, ju
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from cdc_monitor.runtime.session import SessionCaps
+
 RULES = (LAG_SPIKE, SNAPSHOT_RESTARTED, SCHEMA_CHANGE_WITHOUT_DDL)
 _NO_SINCE = "CAST(NULL AS struct<record_ts_ms:bigint,topic:string,partition:int,offset:bigint>)"
 TABLE_JUDGE = JavaFunction(
@@ -125,6 +127,6 @@ def table_sql(rules: TableRules, distribute: bool = True) -> SqlFindings:
                        selects=(judged_sql(RULES, "{table_findings}"),))
 
 
-def table_findings(events: DataFrame, rules: TableRules) -> DataFrame:
+def table_findings(events: DataFrame, rules: TableRules, session: SessionCaps) -> DataFrame:
     """The table pass alone over ``events`` (the suite runs ``table_sql`` with the other checks)."""
-    return findings_frame([table_sql(rules)], {"events": events})
+    return findings_frame([table_sql(rules)], {"events": events}, session)

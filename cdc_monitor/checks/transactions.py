@@ -177,7 +177,7 @@ def transaction_check(events: DataFrame, ctx: CheckContext) -> TransactionResult
     facts = ctx.facts
     markers = _markers(events)
     group_pass, args = data_pass(ctx)
-    data = pass_frame(group_pass, {"events": events}, args)
+    data = pass_frame(group_pass, {"events": events}, ctx.session, args)
     # a row per transaction the markers name, with its data side; and one per transaction only data
     # events name (its orphans): every finding of the pass comes from these rows, one read of each side
     txns = _per_transaction(markers, facts).withColumn("marked", F.lit(True))

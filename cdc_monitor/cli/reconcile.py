@@ -58,9 +58,10 @@ def reconcile(paths: tuple[str, ...], jdbc_url: str, jdbc_user: str | None, jdbc
     names = tuple(t.strip() for t in (tables or "").split(",") if t.strip())
     jdbc = jdbc_settings(jdbc_url, jdbc_user, jdbc_password_file, jdbc_jar)
     jdbc.probe()  # an unreachable database: exit 2 before Spark starts
-    from cdc_monitor.decoding.decoder import decoder_problem
+    from cdc_monitor.decoding.decoder import NEEDS
+    from cdc_monitor.runtime.jvm import operator_jar_problem
 
-    if problem := decoder_problem():
+    if problem := operator_jar_problem(NEEDS):
         raise EnvironmentProblem(problem)
     cfg = scan_config(config_file, transaction_topic, spark_master=spark_master, remote=remote)
     lineage = open_lineage(kafka, cfg, config_file, "reconcile")

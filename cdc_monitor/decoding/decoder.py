@@ -21,7 +21,6 @@ from pyspark.sql import types as T
 from cdc_monitor.avro.schemas import AVRO_BRANCH_JSON
 from cdc_monitor.decoding.envelope import CHECKED_SOURCE_FIELDS, SOURCE_FIELDS, SOURCE_SCHEMA
 from cdc_monitor.errors import EnvironmentProblem
-from cdc_monitor.runtime.jvm import operator_jar_problem, register_java_function
 from cdc_monitor.vocabulary import (
     ALLOWED_OPS,
     CONNECTORS,
@@ -40,9 +39,10 @@ from cdc_monitor.vocabulary import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from cdc_monitor.runtime.session import SessionCaps
 
 UDF_NAME = "cdc_monitor_decode"
+NEEDS = "cdc-monitor's decoder"  # (its fix-it errors' subject)
 DECODER_CLASS = "cdcmonitor.Decoder"
 SNIPPET = 80
 SNAPSHOT_VALUES = ("true", "last", "first", "incremental", "first_in_data_collection", "last_in_data_collection")
@@ -129,17 +129,11 @@ def decoder_config(roles: TopicRoles, texts: bool = False, detect_avro_json: boo
     }, separators=(",", ":"))
 
 
-def decoder_problem() -> str | None:
-    """Why this install cannot decode (no jar for the installed pyspark), said before Spark starts; None when it can."""
-    problem = operator_jar_problem()
-    return None if problem is None else problem.replace("watch's JVM operator", "cdc-monitor's decoder")
-
-
-def register_decoder(spark: SparkSession, texts: bool = False) -> None:
-    """Registers the decoder in ``spark`` (idempotent); a missing or mismatched jar is a fix-it error."""
-    if (problem := decoder_problem()) is not None:
+def register_decoder(session: SessionCaps, texts: bool = False) -> None:
+    """Registers the decoder in ``session`` (idempotent); a missing or mismatched jar is a fix-it error."""
+    if (problem := session.jar_problem(NEEDS)) is not None:
         raise EnvironmentProblem(problem)
-    register_java_function(spark, _udf_name(texts), DECODER_CLASS, decoded_type(texts), "cdc-monitor's decoder")
+    session.register_java_function(_udf_name(texts), DECODER_CLASS, decoded_type(texts), NEEDS)
 
 
 def _udf_name(texts: bool) -> str:

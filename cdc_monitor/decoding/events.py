@@ -53,6 +53,8 @@ from cdc_monitor.vocabulary import PG_TXN_ID, TopicRoles
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from cdc_monitor.runtime.session import SessionCaps
+
 EVENT_KINDS = ("data", "tombstone", "transaction", "schema_change", "heartbeat")
 CHANGE_OPS = ("c", "u", "d")
 TS_MIN_MS = 946_684_800_000  # 2000-01-01
@@ -78,15 +80,16 @@ def canonical_key(payload: Column) -> Column:
 
 
 def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tuple[str, ...] = (),
-                   texts: bool = False, avro_json: bool | None = None) -> DataFrame:
+                   texts: bool = False, avro_json: bool | None = None, *, session: SessionCaps) -> DataFrame:
     """Kafka-source records -> the events frame, through the one decoder (decoding/decoder.py).
 
     ``keep``: columns of ``records`` passed through unchanged (watch keeps the raw record beside its
     decoding). ``texts``: with the value text and the embedded schemas' texts (reconcile).
     ``avro_json``: the setting (``ScanConfig.avro_json``): None, each value in Avro's JSON encoding is
-    recognised by the decoder; True, an Avro stage read every record so already; False, none is."""
+    recognised by the decoder; True, an Avro stage read every record so already; False, none is.
+    ``session``: the records' session, where the decoder is registered."""
     roles = roles or TopicRoles()
-    register_decoder(records.sparkSession, texts)
+    register_decoder(session, texts)
     base = records.select(
         "topic", "partition", "offset",
         (F.unix_millis("timestamp")).alias("record_ts_ms"),

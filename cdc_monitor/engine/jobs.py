@@ -6,7 +6,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from cdc_monitor.runtime.session import SessionCaps
 
 
 class JobCounter:
@@ -14,13 +14,11 @@ class JobCounter:
     run in a job group of their own, whose job ids the status tracker lists at the end. A Spark
     Connect session has no status tracker: nothing is counted (runtime/connect.py SKIPPED)."""
 
-    def __init__(self, spark: SparkSession):
-        from cdc_monitor.runtime.connect import is_connect
-
-        self.counting = not is_connect(spark)
+    def __init__(self, session: SessionCaps):
+        self.counting = session.status_tracker
         if not self.counting:
             return
-        self.sc = spark.sparkContext
+        self.sc = session.spark.sparkContext
         self.group = f"cdc-monitor-scan-{uuid.uuid4().hex[:12]}"
         self.sc.setJobGroup(self.group, "cdc-monitor scan", interruptOnCancel=False)
 

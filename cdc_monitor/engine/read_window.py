@@ -20,8 +20,6 @@ from cdc_monitor.checks.decode import capture_line_findings, duplicate_record_fi
 from cdc_monitor.decoding import decode_records
 from cdc_monitor.engine.facts import window_facts
 from cdc_monitor.engine.window import WindowFrames
-from cdc_monitor.runtime.connect import is_connect
-from cdc_monitor.runtime.failures import note_window
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -29,6 +27,7 @@ if TYPE_CHECKING:
     from cdc_monitor.checks.context import WindowFacts
     from cdc_monitor.config import ScanConfig
     from cdc_monitor.engine.cache import FrameCache
+    from cdc_monitor.runtime.session import SessionCaps
     from cdc_monitor.sources import SourceResult
 
 
@@ -49,24 +48,25 @@ class ReadWindow:
         return WindowFrames(self.events, self.driver_findings, self.other_findings)
 
 
-def read_window(source: SourceResult, cfg: ScanConfig, cache: FrameCache,
-                lap: Callable[[str, str], None]) -> ReadWindow:
-    """``source`` decoded, held and counted (see the module); ``lap`` times the steps
-    (``read_decode``, ``window``)."""
+def read_window(source: SourceResult, cfg: ScanConfig, cache: FrameCache, session: SessionCaps,
+                lap: Callable[[str, str], None], sized: Callable[[int], None] = lambda records: None) -> ReadWindow:
+    """``source`` decoded, held and counted (see the module) in ``session``; ``lap`` times the steps
+    (``read_decode``, ``window``), ``sized`` is told the decoded records as soon as they are counted
+    (the size an out-of-memory error names: runtime/failures.py)."""
     driver_findings: list[dict[str, Any]] = []
     records, registry_ids = _value_format(source.records, cfg, cache, driver_findings)
     counted = Observation("decoded")
-    decoded = decode_records(records, cfg.roles, avro_json=cfg.avro_json)
+    decoded = decode_records(records, cfg.roles, avro_json=cfg.avro_json, session=session)
     events = cache.materialize(decoded.observe(counted, F.count(F.lit(1)).alias("n")))
     # a small window is checked in one partition: no shuffles (engine/cache.py); a window read in
     # several is held again in one (a job more, only then: one partition plans every check without a shuffle).
     # (A Spark Connect session does not return observed metrics read from a checkpoint: counted instead, a job more)
     decoded = counted.get.get("n")
     decoded = events.count() if decoded is None else decoded
-    note_window(decoded)
+    sized(decoded)
     cache.one_partition = decoded <= cfg.one_partition_rows
     # (a Connect client cannot ask a frame its partitions: it holds the window in one again, a small job)
-    if cache.one_partition and (is_connect(events.sparkSession) or events.rdd.getNumPartitions() > 1):
+    if cache.one_partition and (not session.jvm or events.rdd.getNumPartitions() > 1):
         events = cache.materialize(events)
     lap("read_decode", "")
     window = ReadWindow(events, window_facts(events), registry_ids=registry_ids, driver_findings=driver_findings,

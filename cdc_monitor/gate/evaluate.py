@@ -11,6 +11,7 @@ from cdc_monitor.gate.frames import aggregate_frames, events_frame
 from cdc_monitor.gate.gx_runner import GateRunner, Outcome
 from cdc_monitor.gate.suites import Suite
 from cdc_monitor.runtime.progress import live_steps, spark_tasks
+from cdc_monitor.runtime.session import capabilities
 
 if TYPE_CHECKING:
     from cdc_monitor.pipeline import ScanResult
@@ -45,7 +46,7 @@ def run_gate(result: ScanResult, suites: Sequence[Suite], runner: GateRunner,
         frames["events"] = events_frame(result.events_frame)
     spark = result.events_frame.sparkSession if result.events_frame is not None else None
     shown = live and spark is not None and bool(suites)
-    with live_steps(shown, _step(suites[0]) if suites else "", lambda: spark_tasks(spark)) as steps:  # type: ignore[arg-type]
+    with live_steps(shown, _step(suites[0]) if suites else "", lambda: spark_tasks(capabilities(spark))) as steps:  # type: ignore[arg-type]
         for suite in suites:
             steps.step(_step(suite))
             t0 = time.time()

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from cdc_monitor.checks.context import WindowFacts
     from cdc_monitor.config import ScanConfig
+    from cdc_monitor.runtime.session import SessionCaps
 
 @dataclass
 class HistoryOutcome:
@@ -123,15 +124,14 @@ class ScanHistory:
         self.past: Future[Past] | None = None
 
     @classmethod
-    def start(cls, spark: SparkSession, cfg: ScanConfig, facts: WindowFacts) -> ScanHistory:
+    def start(cls, session: SessionCaps, cfg: ScanConfig, facts: WindowFacts) -> ScanHistory:
+        spark = session.spark
         history = cls(spark, cfg, facts)
         if not cfg.history:
             return history
         from concurrent.futures import ThreadPoolExecutor
 
-        from cdc_monitor.runtime.connect import is_connect
-
-        sc = None if is_connect(spark) else spark.sparkContext  # (a Connect session counts no jobs)
+        sc = spark.sparkContext if session.status_tracker else None  # (a Connect session counts no jobs)
         group = sc.getLocalProperty("spark.jobGroup.id") if sc is not None else None
 
         def read() -> Past:

@@ -17,6 +17,7 @@ from cdc_monitor.reconcile.outcome import ReconcileOutcome, TableReconcile, key_
 from cdc_monitor.reconcile.source_side import read_catalogue, read_position, read_tables
 from cdc_monitor.reconcile.topic_state import latest_state, topic_tables
 from cdc_monitor.runtime.progress import live_steps, spark_tasks
+from cdc_monitor.runtime.session import SessionCaps, capabilities
 from cdc_monitor.vocabulary import MISMATCH_STATES, ReconcileState, TopicRoles
 
 if TYPE_CHECKING:
@@ -37,15 +38,18 @@ def _checksum(value: int | None) -> str:
 def run_reconcile(source: SourceResult, jdbc: JdbcSettings, tables: tuple[str, ...] = (),
                   roles: TopicRoles | None = None, max_samples: int = 10, rows_per_partition: int = 500_000,
                   progress: Callable[[str], None] | None = None,
-                  settle: tuple[float, Callable[[], SourceResult]] | None = None, live: bool = False) -> ReconcileOutcome:
+                  settle: tuple[float, Callable[[], SourceResult]] | None = None, live: bool = False,
+                  session: SessionCaps | None = None) -> ReconcileOutcome:
     """``settle``: (seconds, a function reading the window again): mismatching keys are checked once
     more that much later, against a fresh read of both sides; those that then agree were in flight.
-    ``live``: the running step on a live line (a terminal's: runtime/progress.py)."""
+    ``live``: the running step on a live line (a terminal's: runtime/progress.py); ``session``: the
+    capabilities of the source's session (runtime/session.py; by default asked here)."""
     started = time.time()
     timings: dict[str, float] = {}
     mark = [started]
     spark = source.records.sparkSession
-    steps = live_steps(live, "read decode", lambda: spark_tasks(spark))
+    caps = session or capabilities(spark)
+    steps = live_steps(live, "read decode", lambda: spark_tasks(caps))
 
     def lap(name: str, then: str | None = None) -> None:
         """``name`` ended (its line), ``then`` runs next (the live line's)."""
@@ -59,7 +63,7 @@ def run_reconcile(source: SourceResult, jdbc: JdbcSettings, tables: tuple[str, .
         else:
             steps.idle()
 
-    events = decode_records(source.records, roles, texts=True).persist()
+    events = decode_records(source.records, roles, texts=True, session=caps).persist()
     steps.start()
     try:
         records = events.count()
@@ -91,7 +95,7 @@ def run_reconcile(source: SourceResult, jdbc: JdbcSettings, tables: tuple[str, .
             settling = settle if settle is not None and any(r["state"] in MISMATCHES for r in counts) else None
             lap("compare", "settle" if settling else "samples")
             if settling is not None:
-                classified, counts, diffs = _settle(classified, settling, jdbc, chosen, roles, rows_per_partition)
+                classified, counts, diffs = _settle(classified, settling, jdbc, chosen, roles, rows_per_partition, caps)
                 lap("settle", "samples")
             examples = samples(classified, max_samples) if any(
                 r["state"] != ReconcileState.MATCH.value for r in counts) else []
@@ -133,13 +137,13 @@ def _classified(events: DataFrame, window: dict[str, TopicTable], jdbc: JdbcSett
 
 
 def _settle(first: DataFrame, settle: tuple[float, Callable[[], SourceResult]], jdbc: JdbcSettings,
-            chosen: list[SourceTable], roles: TopicRoles | None, rows_per_partition: int):
+            chosen: list[SourceTable], roles: TopicRoles | None, rows_per_partition: int, session: SessionCaps):
     """The first pass with its mismatching keys that agree (or are both absent) on a second read
     ``settle[0]`` seconds later turned in flight; its counts and differences."""
     seconds, read_again = settle
     time.sleep(seconds)
     source = read_again()
-    events = decode_records(source.records, roles, texts=True).persist()
+    events = decode_records(source.records, roles, texts=True, session=session).persist()
     try:
         second, _ = _classified(events, topic_tables(events), jdbc, chosen, rows_per_partition)
         mismatched = F.col("state").isin(*MISMATCHES)

@@ -25,12 +25,14 @@ import os
 import re
 import socket
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cdc_monitor.errors import EnvironmentProblem, UsageError
+from cdc_monitor.runtime.jvm import JAR_FOLDER, class_missing, jar_spark_minor, package_zip
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.types import DataType
 
 REMOTE_ENV = "SPARK_REMOTE"
 DEFAULT_PORT = 15002
@@ -102,12 +104,6 @@ def _first_bytes(conn: socket.socket, send: bytes, n: int) -> bytes:
     return head
 
 
-def is_connect(spark: Any) -> bool:
-    """Whether ``spark`` (a session) is a Spark Connect client's (by its class's module: importing
-    pyspark's Connect client, gRPC and all, would cost a classic run its time)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect.")
-
-
 def connect_session(url: str, settings: Mapping[str, str], own: Mapping[str, str]) -> SparkSession:
     """A Connect session at ``url`` with ``settings`` (cdc-monitor's defaults, which the server may
     keep for itself) and ``own`` (the user's [spark] table, which must apply), this package shipped
@@ -132,8 +128,6 @@ def connect_session(url: str, settings: Mapping[str, str], own: Mapping[str, str
             first = (str(exc).strip().splitlines() or [""])[0][:200]
             raise UsageError(f"[spark] {key!r} cannot be set from a Spark Connect client ({first}): set it where "
                              "the Connect server starts (--conf of start-connect-server.sh)") from None
-    from cdc_monitor.runtime.session import package_zip
-
     spark.addArtifacts(str(package_zip()), pyfile=True)
     if jars:
         spark.addArtifacts(*jars)
@@ -146,8 +140,6 @@ _SHIPPED: set[str] = set()  # sessions the operator jar was added to
 def ship_operator_jar(spark: SparkSession) -> bool:
     """Add the operator jar for the server's Spark minor to the session (False: it was already, or
     this cdc-monitor has none for that minor)."""
-    from cdc_monitor.runtime.jvm import JAR_FOLDER, jar_spark_minor
-
     session_id = str(getattr(spark, "session_id", id(spark)))
     minor = ".".join(spark.version.split(".")[:2])
     jar = JAR_FOLDER / f"cdc-monitor-operators-spark{minor}.jar"
@@ -156,3 +148,22 @@ def ship_operator_jar(spark: SparkSession) -> bool:
     spark.addArtifacts(str(jar))
     _SHIPPED.add(session_id)
     return True
+
+
+def register_on_server(spark: SparkSession, name: str, java_class: str, returns: DataType | str, what: str) -> None:
+    """A UDF of the operator jar registered in a Connect ``spark`` as ``name`` (idempotent): a server
+    that cannot load its class is sent the operator jar as the session's artifact and asked again;
+    one whose Spark minor this cdc-monitor has no jar for is a fix-it error naming ``what`` needs it."""
+    try:
+        spark.udf.registerJavaFunction(name, java_class, returns)
+    except Exception as exc:  # the class is not on the server's classpath
+        if not class_missing(exc):
+            raise
+        if ship_operator_jar(spark):
+            register_on_server(spark, name, java_class, returns, what)
+            return
+        raise EnvironmentProblem(
+            f"{what} ({java_class}) cannot be loaded by the Spark Connect server (Spark {spark.version}), and this "
+            f"cdc-monitor has no operator jar for that Spark minor (it has "
+            f"{', '.join(sorted(p.name for p in JAR_FOLDER.glob('cdc-monitor-operators-spark*.jar'))) or 'none'}): "
+            "run a server of a Spark this cdc-monitor supports (see its README)") from None

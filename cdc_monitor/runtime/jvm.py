@@ -24,6 +24,10 @@ archive 16.7 s; with the archive and the C1-only JIT 13.2-13.7 s). So:
 
 JVM log lines go to stderr (errors only), never into a report on stdout: an archive another JDK wrote
 is skipped silently.
+
+The operators jar (cdc_monitor/java) per Spark minor, its classes reached through a classic session's
+JVM, and this package as a zip for a cluster's Python workers (``package_zip``) live here too: the
+session (session.py) and Spark Connect's artifacts (connect.py) read them.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cdc_monitor.errors import EnvironmentProblem
 from cdc_monitor.runtime.settings import SMALL_INPUT
 
 if TYPE_CHECKING:
@@ -81,41 +86,34 @@ def jar_spark_minor(jar: Path) -> str | None:
     return next((line.split("=", 1)[1].strip() for line in lines if line.startswith("spark.minor=")), None)
 
 
-def operator_jar_problem() -> str | None:
-    """Why watch's operator cannot run on this pyspark, as a fix-it message (None: it can)."""
+def operator_jar_problem(needs: str = "watch's JVM operator") -> str | None:
+    """Why ``needs`` (watch's operator, the decoder: a class of the operators jar) cannot run on this
+    pyspark, as a fix-it message (None: it can)."""
     jar, minor = operator_jar(), spark_minor()
     built = jar_spark_minor(jar) if jar.is_file() else None
     if built == minor:
         return None
     have = sorted(p.name for p in JAR_FOLDER.glob("cdc-monitor-operators-spark*.jar"))
     what = f"{jar.name} was built against Spark {built}" if jar.is_file() else f"this cdc-monitor has no {jar.name}"
-    return (f"watch's JVM operator needs a jar built for the installed pyspark {minor}, but {what} "
+    return (f"{needs} needs a jar built for the installed pyspark {minor}, but {what} "
             f"(it has {', '.join(have) or 'none'}): install a pyspark this cdc-monitor supports (see its README), "
             "or build the jar for this one from the sources: bash scripts/build_jar.sh (needs a JDK)")
 
 
-def register_java_function(spark: SparkSession, name: str, java_class: str, returns: DataType | str, what: str) -> None:
-    """A UDF of the operator jar registered in ``spark`` as ``name`` (Spark's public
-    ``registerJavaFunction``; idempotent). A session without the jar on its classpath is a fix-it
-    error naming ``what`` needs it."""
-    from cdc_monitor.errors import EnvironmentProblem
-    from cdc_monitor.runtime.connect import is_connect, ship_operator_jar
+def class_missing(exc: BaseException) -> bool:
+    """Whether ``exc`` (a UDF's registration failing) says its class is not on the session's classpath."""
+    return any(s in str(exc) for s in ("ClassNotFound", "Can not load class", "CANNOT_LOAD"))
 
+
+def register_java_function(spark: SparkSession, name: str, java_class: str, returns: DataType | str, what: str) -> None:
+    """A UDF of the operator jar registered in a classic ``spark`` as ``name`` (Spark's public
+    ``registerJavaFunction``; idempotent). A session without the jar on its classpath is a fix-it
+    error naming ``what`` needs it (a Spark Connect session's: connect.register_on_server)."""
     try:
         spark.udf.registerJavaFunction(name, java_class, returns)
     except Exception as exc:  # the class is not on the session's classpath
-        if not any(s in str(exc) for s in ("ClassNotFound", "Can not load class", "CANNOT_LOAD")):
+        if not class_missing(exc):
             raise
-        # a Spark Connect server without the jar: it becomes the session's artifact, then the same registration
-        if is_connect(spark) and ship_operator_jar(spark):
-            register_java_function(spark, name, java_class, returns, what)
-            return
-        if is_connect(spark):
-            raise EnvironmentProblem(
-                f"{what} ({java_class}) cannot be loaded by the Spark Connect server (Spark {spark.version}), and this "
-                f"cdc-monitor has no operator jar for that Spark minor (it has "
-                f"{', '.join(sorted(p.name for p in JAR_FOLDER.glob('cdc-monitor-operators-spark*.jar'))) or 'none'}): "
-                "run a server of a Spark this cdc-monitor supports (see its README)") from None
         raise EnvironmentProblem(
             f"{what} ({java_class}) is not on this Spark session's classpath: start the session with "
             f"cdc_monitor.runtime.session.get_spark (it adds {operator_jar()} to spark.jars), or pass that jar "
@@ -132,8 +130,6 @@ def operator_class(spark: Any, java_class: str) -> Any:
     for part in java_class.split("."):
         found = getattr(found, part)
     if isinstance(found, JavaPackage):
-        from cdc_monitor.errors import EnvironmentProblem
-
         raise EnvironmentProblem(operator_jar_problem() or (
             f"{java_class} is not on the Spark driver's classpath: start Spark through cdc-monitor "
             f"(it adds {operator_jar()} to spark.jars), or pass that jar with --jars to spark-submit"))
@@ -306,3 +302,31 @@ class DriverStart:
                 with contextlib.suppress(OSError):
                     self.lock.unlink()
         return published
+
+
+def package_zip() -> Path:
+    """This cdc_monitor package as a zip for executors' Python workers (``addPyFile``), so a
+    cluster runs exactly the driver's code whatever is installed there; built once per version
+    of the sources, in the cache folder."""
+    import zipfile
+
+    import cdc_monitor
+
+    root = Path(cdc_monitor.__file__).resolve().parent
+    files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    digest = hashlib.sha256()
+    for p in files:
+        stat = p.stat()
+        digest.update(f"{p.relative_to(root)}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    target = cache_dir() / f"cdc_monitor-{cdc_monitor.__version__}-{digest.hexdigest()[:12]}.zip"
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f"{target.name}.{os.getpid()}.part")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
+            for p in files:
+                zf.write(p, str(Path("cdc_monitor") / p.relative_to(root)))
+        os.replace(partial, target)
+        prune(ZIPS, ZIP_PARTS, KEPT_ZIPS, current=target)
+    else:
+        touch(target)
+    return target

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO, TypeVar
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from cdc_monitor.runtime.session import SessionCaps
+
 SHOW_AFTER_S = 1.0  # a step shorter than this never shows a line
 POLL_HZ = 4.0
 T = TypeVar("T")
@@ -98,10 +100,9 @@ class ConnectTasks:
         self.spark.removeProgressHandler(self.handle)  # type: ignore[attr-defined]
 
 
-def spark_tasks(spark: SparkSession) -> Source:
-    from cdc_monitor.runtime.connect import is_connect
-
-    return ConnectTasks(spark) if is_connect(spark) else SparkTasks(spark)
+def spark_tasks(session: SessionCaps) -> Source:
+    """Spark's tasks where ``session`` tells them: its status tracker, or its progress handler."""
+    return SparkTasks(session.spark) if session.status_tracker else ConnectTasks(session.spark)
 
 
 class Counter:

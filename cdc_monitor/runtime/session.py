@@ -1,35 +1,109 @@
-"""SparkSession defaults that work on a laptop or CI box; every one can be overridden.
+"""Where a session starts: SparkSession defaults that work on a laptop or CI box (every one can be
+overridden), and the session's capabilities, decided once (``SessionCaps``).
 
 Local mode binds to loopback, turns the UI off and keeps shuffles small. On a cluster, pass
 ``--master``/``--conf`` (or set ``CDC_MONITOR_SPARK_MASTER``) and these defaults step aside.
+
+What a session can do (classic or Spark Connect, local or a cluster, the JVM door to the operators
+jar, generated code for large windows, where Spark's progress comes from) is one value made here
+(``capabilities``), handed to the engine, the checks, history, progress and watch: nothing else asks
+the session what it is. The runtime modules import one way: settings <- jvm <- connect <- session
+<- progress and the rest.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 import sys
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdc_monitor.errors import EnvironmentProblem
-from cdc_monitor.runtime.jvm import with_operator_jar
+from cdc_monitor.runtime.connect import connect_session, register_on_server
+from cdc_monitor.runtime.jvm import (
+    DriverStart,
+    cache_dir,
+    operator_class,
+    operator_jar_problem,
+    package_zip,
+    register_java_function,
+    with_operator_jar,
+)
 from cdc_monitor.runtime.settings import (
     CLUSTER_DEFAULTS,
     LOCAL_DEFAULTS,
     SESSION_DEFAULTS,
     SMALL_ON_A_CLUSTER,
     SMALL_PLANS_ON_A_CLUSTER,
+    generated_code,
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from contextlib import AbstractContextManager
 
-    from cdc_monitor.runtime.jvm import DriverStart
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import DataType
+
+
+@dataclass(frozen=True)
+class SessionCaps:
+    """What a session can do, decided once where it starts (``capabilities``). The engine, the checks,
+    history, progress and watch are handed it; they never ask the session what it is."""
+
+    spark: SparkSession
+    connect: bool  # a Spark Connect client (runtime/connect.py): no JVM in this process
+    local: bool  # local mode: this process's JVM runs the tasks (a Connect client: False, wherever its server runs)
+
+    @property
+    def jvm(self) -> bool:
+        """The driver's JVM is this process's (classic): py4j is the door to the operators jar's classes
+        (the passes' streams, watch's operator) and to a frame's partitions."""
+        return not self.connect
+
+    @property
+    def status_tracker(self) -> bool:
+        """Spark's jobs and tasks are read from the driver's status tracker (classic: the scan's jobs
+        counted, the live line's tasks); a Connect session's come from its progress handler, and no
+        job is counted (runtime/progress.py, engine/jobs.py)."""
+        return not self.connect
+
+    def register_java_function(self, name: str, java_class: str, returns: DataType | str, what: str) -> None:
+        """A UDF of the operators jar registered as ``name`` (idempotent): on a Connect server
+        without the jar, the jar is sent as an artifact first; a fix-it error names ``what`` needs it."""
+        register = register_on_server if self.connect else register_java_function
+        register(self.spark, name, java_class, returns, what)
+
+    def operator_class(self, java_class: str) -> Any:
+        """``java_class`` of the operators jar in the driver's JVM (a classic session's: ``jvm``)."""
+        return operator_class(self.spark, java_class)
+
+    @staticmethod
+    def jar_problem(needs: str) -> str | None:
+        """Why ``needs`` (a class of the operators jar) cannot run on this pyspark (None: it can)."""
+        return operator_jar_problem(needs)
+
+    def generated_code(self, on: bool) -> AbstractContextManager[None]:
+        """Within the block, plans use generated code when ``on`` (a large window) and the session
+        runs interpreted (settings.generated_code); a Connect session's settings are its server's."""
+        return generated_code(self.spark, on and not self.connect)
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` (a session) is a Spark Connect client's (by its class's module: importing
+    pyspark's Connect client, gRPC and all, would cost a classic run its time)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect.")
+
+
+def capabilities(spark: SparkSession) -> SessionCaps:
+    """What ``spark`` can do (``SessionCaps``): asked here, once per run, and handed down."""
+    connect = is_connect(spark)
+    return SessionCaps(spark, connect, local=not connect and str(spark.sparkContext.master).startswith("local"))
+
 
 def _check_java() -> None:
     if os.environ.get("JAVA_HOME") or shutil.which("java"):
@@ -45,8 +119,6 @@ def _driver_start(settings: dict[str, str], small_input: bool) -> DriverStart | 
     an active session, or a process spark-submit started)."""
     from pyspark.sql import SparkSession
 
-    from cdc_monitor.runtime.jvm import DriverStart
-
     if SparkSession.getActiveSession() is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
         return None
     start = DriverStart(small_input=small_input, settings=settings)
@@ -59,8 +131,6 @@ KEPT_JVM_LOGS = 10
 
 
 def jvm_log_dir() -> Path:
-    from cdc_monitor.runtime.jvm import cache_dir
-
     return cache_dir() / "logs"
 
 
@@ -109,8 +179,6 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     of small batches (watch); ``remote``: a Spark Connect server's URL instead (runtime/connect.py:
     no JVM in this process, so no Java needed)."""
     if remote:
-        from cdc_monitor.runtime.connect import connect_session
-
         return connect_session(remote, SESSION_DEFAULTS | (SMALL_PLANS_ON_A_CLUSTER if small_input else {}), conf or {})
     os.environ.pop("SPARK_REMOTE", None)  # a classic session: pyspark would build a Connect one from it
     _check_java()
@@ -149,32 +217,3 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     # Spark's warnings go to the driver's log file where it has one, and are kept off a terminal
     spark.sparkContext.setLogLevel(os.environ.get("CDC_MONITOR_SPARK_LOG_LEVEL", "WARN" if log else "FATAL"))
     return spark
-
-
-def package_zip() -> Path:
-    """This cdc_monitor package as a zip for executors' Python workers (``addPyFile``), so a
-    cluster runs exactly the driver's code whatever is installed there; built once per version
-    of the sources, in the cache folder."""
-    import zipfile
-
-    import cdc_monitor
-    from cdc_monitor.runtime.jvm import KEPT_ZIPS, ZIP_PARTS, ZIPS, cache_dir, prune, touch
-
-    root = Path(cdc_monitor.__file__).resolve().parent
-    files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    digest = hashlib.sha256()
-    for p in files:
-        stat = p.stat()
-        digest.update(f"{p.relative_to(root)}|{stat.st_size}|{stat.st_mtime_ns}".encode())
-    target = cache_dir() / f"cdc_monitor-{cdc_monitor.__version__}-{digest.hexdigest()[:12]}.zip"
-    if not target.is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f"{target.name}.{os.getpid()}.part")
-        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
-            for p in files:
-                zf.write(p, str(Path("cdc_monitor") / p.relative_to(root)))
-        os.replace(partial, target)
-        prune(ZIPS, ZIP_PARTS, KEPT_ZIPS, current=target)
-    else:
-        touch(target)
-    return target

@@ -74,11 +74,10 @@ GENERATED_CODE: dict[str, str] = {"spark.sql.codegen.wholeStage": "true", "spark
 @contextmanager
 def generated_code(spark: Any, on: bool) -> Iterator[None]:
     """Within the block, ``spark``'s plans use generated code when ``on`` (a large window: its checks'
-    compiled classes cost a fixed few seconds and save a share of every record's cost; a Spark Connect
-    session or one already generating code is left as it is); the session's settings after."""
-    from cdc_monitor.runtime.connect import is_connect
-
-    if not on or is_connect(spark) or spark.conf.get("spark.sql.codegen.wholeStage", "true") == "true":
+    compiled classes cost a fixed few seconds and save a share of every record's cost; a session
+    already generating code is left as it is, a Spark Connect one is never asked: session.SessionCaps);
+    the session's settings after."""
+    if not on or spark.conf.get("spark.sql.codegen.wholeStage", "true") == "true":
         yield
         return
     before = {k: spark.conf.get(k, None) for k in GENERATED_CODE}

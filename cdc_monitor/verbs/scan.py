@@ -58,9 +58,10 @@ def run(settings: Settings, log: Callable[[str], None] = lambda line: None, live
 def prepare(settings: Settings) -> PreparedInput:
     """The input, checked before Spark starts: files exist and hold lines, brokers answer, topics exist,
     and the decoder's jar is there for this pyspark."""
-    from cdc_monitor.decoding.decoder import decoder_problem
+    from cdc_monitor.decoding.decoder import NEEDS
+    from cdc_monitor.runtime.jvm import operator_jar_problem
 
-    if problem := decoder_problem():
+    if problem := operator_jar_problem(NEEDS):
         raise EnvironmentProblem(problem)
     return prepare_input(settings.paths, settings.kafka, allow_empty=settings.allow_empty)
 
@@ -71,14 +72,15 @@ def scan_prepared(settings: Settings, source_input: PreparedInput, started: floa
     cfg = settings.config
     log("cdc-monitor: starting Spark ...")
     from cdc_monitor.pipeline import run_scan
-    from cdc_monitor.runtime.session import get_spark
+    from cdc_monitor.runtime.session import capabilities, get_spark
 
     spark = get_spark(cfg.spark_master, cfg.spark_conf, small_input=source_input.small, remote=cfg.spark_remote)
+    session = capabilities(spark)
     what = (f"{len(source_input.ranges)} Kafka partition(s)" if source_input.ranges is not None
             else f"{len(settings.paths)} path(s)")
     log(f"cdc-monitor: scanning {what} ...")
     result = run_scan(source_input.read(spark), cfg, progress=lambda line: log(f"cdc-monitor: {line}"),
-                      keep_events=settings.keep_events, live=live)
+                      keep_events=settings.keep_events, live=live, session=session)
     try:
         require_records(result, settings.allow_empty, settings.paths)
     except Exception:

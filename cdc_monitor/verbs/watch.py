@@ -68,13 +68,13 @@ def run(settings: Settings, log: Callable[[str], None] | None = None, live: bool
     if log is not None:
         log(f"cdc-monitor watch: {len(chosen)} topic(s): {', '.join(chosen[:8])}{' ...' if len(chosen) > 8 else ''}")
     from cdc_monitor.runtime.jvm import operator_jar_problem
-    from cdc_monitor.runtime.session import get_spark
+    from cdc_monitor.runtime.session import capabilities, get_spark
     from cdc_monitor.watch.runner import Watcher, WatchOptions
 
     if problem := operator_jar_problem():  # before Spark starts
         raise EnvironmentProblem(problem)
     spark = get_spark(cfg.spark_master, cfg.spark_conf, micro_batches=True)
-    watcher = Watcher(spark, WatchOptions(options, settings.checkpoint.resolve(), settings.interval_ms / 1000,
+    watcher = Watcher(capabilities(spark), WatchOptions(options, settings.checkpoint.resolve(), settings.interval_ms / 1000,
                                           settings.host, settings.port, settings.job, batch_settings,
                                           web_config=settings.web_config, reader=settings.reader, live=live), log)
     code = watcher.run()

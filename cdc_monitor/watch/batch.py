@@ -58,6 +58,7 @@ from cdc_monitor.watch.state import PartitionHistory, StateStore, WatchState, ad
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row, SparkSession
 
+    from cdc_monitor.runtime.session import SessionCaps
     from cdc_monitor.vocabulary import TopicRoles
 
 COORD = ["topic", "partition", "offset"]
@@ -120,11 +121,12 @@ def _partitions(state: WatchState, roles: TopicRoles, batch_id: int) -> list[dic
     return rows
 
 
-def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: WatchState,
+def process_batch(session: SessionCaps, frame: DataFrame, batch_id: int, state: WatchState,
                   store: StateStore, settings: WatchSettings, now: float | None = None
                   ) -> tuple[BatchOutcome, WatchState]:
     """Apply one micro-batch (the carry operator's rows, decoded: ``decoded_stream``) to a copy of ``state``; the new state is
-    saved in ``store`` and returned. A batch id already applied is skipped (state unchanged)."""
+    saved in ``store`` and returned. A batch id already applied is skipped (state unchanged). ``session``: the
+    watch's capabilities (runtime/session.py)."""
     started = time.time()
     clock = _Clock()
     now = time.time() if now is None else now
@@ -164,20 +166,20 @@ def process_batch(spark: SparkSession, frame: DataFrame, batch_id: int, state: W
             rows = sum(r["n"] for r in parts)
             # a small batch: checks without shuffles
             cache.one_partition = rows <= min(cfg.one_partition_rows, settings.one_partition_rows)
-            events = cache.materialize(_events(out))
+            events = cache.materialize(_events(out, session))
             clock("decode")
             # the census of the events (new records and their context, each record once in a role:
             # counts per grain may repeat a record carried by several groups; the checks read which
             # kinds, times and tables the window holds, never those counts)
             judged = [r for r in census if not r["gap"] and r["role"] in (NEW, *CONTEXT_ROLES)]
-            outcome, open_txns, marked = _check(out, events, judged, state, settings, batch_id, cache, clock)
+            outcome, open_txns, marked = _check(out, events, judged, state, settings, batch_id, cache, clock, session)
             # a server's open transactions are known where the batch holds its markers (the operator
             # hands every held marker of a server with the server's new ones); elsewhere they stay
             # as they were: a batch of heartbeats does not close a transaction
             kept = {k: since for k, since in state.open_txns.items() if k.split("|", 1)[0] not in marked}
             state.open_txns = kept | {_key(s, t): state.open_txns.get(_key(s, t), now) for s, t in open_txns}
         if cfg.history:
-            outcome.history = _record_history(spark, cfg, state)
+            outcome.history = _record_history(session.spark, cfg, state)
             clock("history")
         if gaps:
             found = gap_findings(gaps, settings.scan.roles)
@@ -221,7 +223,7 @@ def decoded_stream(carried: DataFrame, cfg: ScanConfig) -> DataFrame:
     return decoded_rows(carried)
 
 
-def _events(out: DataFrame) -> DataFrame:
+def _events(out: DataFrame, session: SessionCaps) -> DataFrame:
     """New records and their context (a record several groups carry, once), with flags: one
     SQL statement over the decoded rows (``decoded_stream``), one analysis."""
     columns = [c for c in out.columns if c not in ("role", GAP_VALUE)]
@@ -233,7 +235,7 @@ def _events(out: DataFrame) -> DataFrame:
     text = (f"SELECT {plain}, true AS is_new, false AS tail, false AS candidate FROM {{out}} WHERE role = '{NEW}' "
             f"UNION ALL SELECT {first}, false AS is_new, max(role = '{TAIL}') AS tail, "
             f"max(role = '{CANDIDATE}') AS candidate FROM {{out}} WHERE role IN ({context}) GROUP BY {', '.join(COORD)}")
-    return sql_over(out.sparkSession, text, {"out": out})
+    return sql_over(session, text, {"out": out})
 
 
 def _per_partition(census: list[Row]) -> list[dict[str, Any]]:
@@ -252,7 +254,8 @@ def _per_partition(census: list[Row]) -> list[dict[str, Any]]:
 
 
 def _check(out: DataFrame, events: DataFrame, census: list[Row], state: WatchState, settings: WatchSettings,
-           batch_id: int, cache: FrameCache, clock: _Clock) -> tuple[BatchOutcome, list[tuple[str, str]], set[str]]:
+           batch_id: int, cache: FrameCache, clock: _Clock, session: SessionCaps
+           ) -> tuple[BatchOutcome, list[tuple[str, str]], set[str]]:
     """The batch's outcome, its open transactions (server, key) and the servers whose markers it
     holds (as ``_key`` spells them). ``out``: the stateful operator's rows; ``events``: decoded;
     ``census``: the events' census rows."""
@@ -269,7 +272,7 @@ def _check(out: DataFrame, events: DataFrame, census: list[Row], state: WatchSta
                            "topic", "partition", F.col("offset").alias("end_offset")),
                        known_final=out.where(F.col("role") == FINAL_ROLE).select(*COORD),
                        history_step_ms=cfg.history_interval_ms if cfg.history else None)
-    got = evaluate(WindowFrames(events), CheckContext(facts, cfg, cache), scope,
+    got = evaluate(WindowFrames(events), CheckContext(session, facts, cfg, cache), scope,
                    planned=lambda: clock("plan checks"))
     clock("checks")
     grouped = got.counts

@@ -41,12 +41,12 @@ from pyspark.sql import functions as F
 
 from cdc_monitor.checks.lag import with_lag
 from cdc_monitor.decoding import decode_records
-from cdc_monitor.runtime.jvm import operator_class
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from cdc_monitor.config import ScanConfig
+    from cdc_monitor.runtime.session import SessionCaps
 
 SEP = "\u001f"
 KEY, PARTITION, SERVER, LAG, BUDGET = "K", "P", "S", "L", "~"  # the group kinds (ctx's first letter)
@@ -109,24 +109,24 @@ class CarrySettings:
     review_ms: int = 60_000  # a key seen is looked at again for the budget this much later
 
 
-def carry_operator(fed: DataFrame, cfg: CarrySettings) -> DataFrame:
+def carry_operator(fed: DataFrame, cfg: CarrySettings, session: SessionCaps) -> DataFrame:
     """The operator (``Carry.java``) over a frame of ``FED`` columns (``carry_input``'s): every
     group's rows and context, each with its role (``OUTPUT``: the facts, ``rest`` and ``role``)."""
     from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 
     spark = fed.sparkSession
-    op = operator_class(spark, OPERATOR_CLASS)
+    op = session.operator_class(OPERATOR_CLASS)
     settings = op(cfg.key_history, cfg.key_ttl_ms, cfg.await_ms, cfg.final_memory, list(cfg.transaction_servers),
                   dict(cfg.topic_partitions), cfg.max_keys, cfg.review_ms)
     return ClassicFrame(op.apply(fed.select(*FED)._jdf, settings), spark)  # type: ignore[attr-defined]
 
 
-def carry_stream(stream: DataFrame, cfg: CarrySettings, scan: ScanConfig) -> DataFrame:
+def carry_stream(stream: DataFrame, cfg: CarrySettings, scan: ScanConfig, session: SessionCaps) -> DataFrame:
     """The stateful streaming frame: raw Kafka records in, new records and their context out."""
-    return carry_operator(carry_input(stream, scan), cfg)
+    return carry_operator(carry_input(stream, scan, session), cfg, session)
 
 
-def carry_input(stream: DataFrame, scan: ScanConfig) -> DataFrame:
+def carry_input(stream: DataFrame, scan: ScanConfig, session: SessionCaps) -> DataFrame:
     """What the operator is fed (``FED``): each record decoded once, then once per context group it
     belongs to (``ctx``): its facts, for the server and table groups the fields they read
     (``FIELDS``; null for key and partition groups) and, for its key or partition group, the rest
@@ -141,7 +141,7 @@ def carry_input(stream: DataFrame, scan: ScanConfig) -> DataFrame:
 
     records = stream.withColumn(GAP_VALUE, F.when(F.col("offset") < 0, F.col("value")))
     ev = with_lag(decode_records(avro_stream_as_json(records, scan), scan.roles, keep=(GAP_VALUE,),
-                                 avro_json=scan.avro_json))
+                                 avro_json=scan.avro_json, session=session))
     keyed = F.col("kind").isin("data", "tombstone") & F.col("decode_error").isNull() & F.col("key_payload").isNotNull()
     tp = [F.col("topic"), F.col("partition").cast("string")]
     marker = ((F.col("kind") == "transaction") & F.col("decode_error").isNull() & F.col("status").isin("BEGIN", "END")

@@ -20,8 +20,7 @@ from cdc_monitor.runtime.progress import Both, Counter, Live, Off, spark_tasks
 from cdc_monitor.sources.kafka.options import EARLIEST, LATEST, KafkaOptions
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
+    from cdc_monitor.runtime.session import SessionCaps
     from cdc_monitor.watch.state import WatchState
 
 
@@ -58,7 +57,7 @@ class CatchUp:
         self.steps, self.counter, self.cap = steps or Off(), counter, cap
 
     @classmethod
-    def start(cls, live: bool, spark: SparkSession, options: Mapping[str, str],
+    def start(cls, live: bool, session: SessionCaps, options: Mapping[str, str],
               topic_partitions: tuple[tuple[str, int], ...], state: WatchState) -> CatchUp:
         if not live:
             return cls()
@@ -74,7 +73,7 @@ class CatchUp:
         if total == 0:
             return cls()
         counter = Counter("records", total)
-        steps = Live("catch-up", lambda: Both(counter, spark_tasks(spark)))
+        steps = Live("catch-up", lambda: Both(counter, spark_tasks(session)))
         steps.start()
         return cls(steps, counter, opts.max_offsets_per_trigger)
 

@@ -25,8 +25,9 @@ from cdc_monitor.watch.catchup import CatchUp
 from cdc_monitor.watch.state import StateStore, WatchState
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
+    from cdc_monitor.runtime.session import SessionCaps
     from cdc_monitor.sinks.web_config import WebConfig
 
 TOTAL_LABELS = {"events": ("server", "table", "op"), "transactions": ("server", "status"),
@@ -88,8 +89,8 @@ def totals_rows(state: WatchState) -> dict[str, list[dict[str, Any]]]:
 
 
 class Watcher:
-    def __init__(self, spark: SparkSession, opts: WatchOptions, log=None) -> None:
-        self.spark = spark
+    def __init__(self, session: SessionCaps, opts: WatchOptions, log=None) -> None:
+        self.session, self.spark = session, session.spark
         self.opts = opts
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.store = StateStore(opts.checkpoint)
@@ -136,7 +137,7 @@ class Watcher:
             state=state)
 
     def on_batch(self, frame: DataFrame, batch_id: int) -> None:
-        outcome, state = process_batch(self.spark, frame, batch_id, self.state, self.store, self.opts.settings)
+        outcome, state = process_batch(self.session, frame, batch_id, self.state, self.store, self.opts.settings)
         if outcome.skipped:
             self.log(f"cdc-monitor watch: batch {batch_id} was already applied; skipped")
             return
@@ -173,7 +174,7 @@ class Watcher:
             self.spark.conf.set(name, value)
         topics = [t for t, _ in self.opts.settings.topic_partitions]
         stream = open_stream(self.spark, self.opts.source_options, self.opts.reader, topics)
-        carried = decoded_stream(carry_stream(stream, self.opts.settings.carry(), self.opts.settings.scan),
+        carried = decoded_stream(carry_stream(stream, self.opts.settings.carry(), self.opts.settings.scan, self.session),
                                  self.opts.settings.scan)
         return (carried.writeStream.foreachBatch(self.on_batch)
                 .option("checkpointLocation", str(self.opts.checkpoint / "spark"))
@@ -183,7 +184,7 @@ class Watcher:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.stopping.set())
         backoff = 1.0
-        self.catch_up = CatchUp.start(self.opts.live, self.spark, self.opts.source_options,
+        self.catch_up = CatchUp.start(self.opts.live, self.session, self.opts.source_options,
                                       self.opts.settings.topic_partitions, self.state)
         while not self.stopping.is_set():
             self.query = self._start_query()

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cdc_monitor.runtime.session import capabilities
 from cdc_monitor.sources.base import KAFKA_COLUMNS, KAFKA_SCHEMA
 from cdc_monitor.watch.batch import BatchOutcome, WatchSettings, decoded_stream, process_batch
 from cdc_monitor.watch.carry import STREAM_CONF, carry_stream
@@ -81,18 +82,19 @@ def run_stream(spark: SparkSession, source: Path | None, checkpoint: Path, setti
     for name, value in STREAM_CONF.items():
         spark.conf.set(name, value)
     store = StateStore(checkpoint)
+    session = capabilities(spark)
     holder = {"state": store.load()}
     outcomes: list[BatchOutcome] = []
 
     def on_batch(frame: DataFrame, batch_id: int) -> None:
-        outcome, holder["state"] = process_batch(spark, frame, batch_id, holder["state"], store, settings)
+        outcome, holder["state"] = process_batch(session, frame, batch_id, holder["state"], store, settings)
         outcomes.append(outcome)
         if observe is not None:
             observe(outcome)
 
     if stream is None:
         stream = spark.readStream.schema(KAFKA_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source))
-    carried = decoded_stream(carry_stream(stream, settings.carry(), settings.scan), settings.scan)
+    carried = decoded_stream(carry_stream(stream, settings.carry(), settings.scan, session), settings.scan)
     query = (carried.writeStream.foreachBatch(on_batch).option("checkpointLocation", str(checkpoint / "spark"))
              .trigger(availableNow=True).start())
     query.awaitTermination()

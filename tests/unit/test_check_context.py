@@ -23,29 +23,29 @@ def _change(offset: int, op: str, pos: int) -> tuple:
     return (json.dumps({"id": 1}).encode(), json.dumps(value).encode(), TOPIC, 0, offset, None, 0, [])
 
 
-def _events(spark, rows):
+def _events(caps, rows):
     from datetime import datetime
 
     stamped = [(*r[:5], datetime.fromtimestamp(1_700_000_002 + r[4], UTC), *r[6:]) for r in rows]
-    return decode_records(spark.createDataFrame(stamped, KAFKA_SCHEMA))
+    return decode_records(caps.spark.createDataFrame(stamped, KAFKA_SCHEMA), session=caps)
 
 
-def test_ordering_on_three_hand_made_records(spark):
-    events = _events(spark, [_change(0, "c", 100), _change(1, "u", 300), _change(2, "u", 200)])
-    found = [r.asDict() for r in ordering_findings(events, CheckContext()).collect()]
+def test_ordering_on_three_hand_made_records(caps):
+    events = _events(caps, [_change(0, "c", 100), _change(1, "u", 300), _change(2, "u", 200)])
+    found = [r.asDict() for r in ordering_findings(events, CheckContext(caps)).collect()]
     assert [(f["rule"], f["offset"]) for f in found] == [(POSITION_REGRESSION.name, 2)]
 
 
-def test_transactions_read_their_facts_from_the_context(spark):
+def test_transactions_read_their_facts_from_the_context(caps):
     end = {"status": "END", "id": "tx-9", "ts_ms": 1_700_000_000_500, "event_count": 0, "data_collections": []}
     marker = (json.dumps({"id": "tx-9"}).encode(), json.dumps(end).encode(), "shop.transaction", 0, 7, None, 0, [])
-    events = _events(spark, [marker])
+    events = _events(caps, [marker])
     # nothing known of its partition: its BEGIN may be before the window (unverifiable, no finding)
-    unknown = transaction_check(events, CheckContext()).findings
+    unknown = transaction_check(events, CheckContext(caps)).findings
     assert [r["rule"] for f in unknown for r in f.collect()] == []
     # the same END, its partition known to have been read from its first record: its BEGIN is missing
     read_whole = WindowFacts(rows=[], partitions=[{"topic": "shop.transaction", "partition": 0, "from_start": True}])
-    again = transaction_check(events, CheckContext(facts=read_whole)).findings
+    again = transaction_check(events, CheckContext(caps, facts=read_whole)).findings
     assert [r["rule"] for f in again for r in f.collect()] == [MISSING_BEGIN.name]
 
 

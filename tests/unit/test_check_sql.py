@@ -35,7 +35,7 @@ def test_a_finding_in_sql_is_the_finding_the_dataframe_api_builds(spark):
     assert sorted(r["key"] for r in by_sql.collect()) == ["1004", "plain"]
 
 
-def test_checks_of_one_scope_are_one_statement_with_their_subqueries_and_parameters(spark):
+def test_checks_of_one_scope_are_one_statement_with_their_subqueries_and_parameters(spark, caps):
     events = spark.createDataFrame([("a", 1), ("a", 5), ("b", 2)], "topic string, offset bigint")
     base = dict(topic="topic", offset="offset")
     first = SqlFindings(
@@ -47,16 +47,16 @@ def test_checks_of_one_scope_are_one_statement_with_their_subqueries_and_paramet
         args={"from_offset": 1},  # the same value under the same name: one parameter
         selects=(f"SELECT {finding_sql(CONNECTOR_STALLED, lit('last'), **base)} FROM by_topic WHERE offset >= :from_offset",))
     expected = [("connector_stalled", "a", 5), ("connector_stalled", "b", 2), ("duplicate", "a", 5), ("duplicate", "b", 2)]
-    got = findings_frame([first, second], {"events": events})
+    got = findings_frame([first, second], {"events": events}, caps)
     assert sorted((r["rule"], r["topic"], r["offset"]) for r in got.collect()) == expected
     clashing = SqlFindings(selects=second.selects, args={"from_offset": 3})
     with pytest.raises(AssertionError, match="from_offset"):
-        findings_frame([first, clashing], {"events": events})
-    empty = findings_frame([], {"events": events})
+        findings_frame([first, clashing], {"events": events}, caps)
+    empty = findings_frame([], {"events": events}, caps)
     assert empty.count() == 0 and empty.schema == spark.createDataFrame([], FINDING_SCHEMA).schema
 
 
-def test_a_statement_over_frames_leaves_them_persisted_and_no_view_behind(spark):
+def test_a_statement_over_frames_leaves_them_persisted_and_no_view_behind(spark, caps):
     """``sql_over``: PySpark's own ``spark.sql(text, frame=...)`` unpersists a persisted frame passed in
     (it drops its view through ``catalog.dropTempView``, which uncaches the view's plan)."""
     from pyspark import StorageLevel
@@ -64,7 +64,7 @@ def test_a_statement_over_frames_leaves_them_persisted_and_no_view_behind(spark)
     kept = spark.range(100).selectExpr("id", "id % 7 AS k").persist(StorageLevel.DISK_ONLY)
     try:
         kept.count()
-        got = sql_over(spark, "SELECT k, count(1) AS n FROM {kept} WHERE id >= :lo GROUP BY k", {"kept": kept}, {"lo": 50})
+        got = sql_over(caps, "SELECT k, count(1) AS n FROM {kept} WHERE id >= :lo GROUP BY k", {"kept": kept}, {"lo": 50})
         assert sum(r["n"] for r in got.collect()) == 50
         assert kept.storageLevel == StorageLevel.DISK_ONLY
         assert [t.name for t in spark.catalog.listTables() if t.name.startswith("cdc_")] == []

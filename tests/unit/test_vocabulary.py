@@ -49,7 +49,7 @@ def test_topic_roles_name_transaction_and_heartbeat_topics_and_their_servers():
     assert TopicRoles.named("a.b+c").is_transaction("a.b+c") and not TopicRoles.named("a.b+c").is_transaction("aXbbc")
 
 
-def test_the_decoders_topic_roles_are_the_vocabularys(spark):
+def test_the_decoders_topic_roles_are_the_vocabularys(spark, caps):
     """The decoder's column expressions (kind, a marker's and a heartbeat's server) agree with TopicRoles."""
     from datetime import UTC, datetime
 
@@ -61,7 +61,7 @@ def test_the_decoders_topic_roles_are_the_vocabularys(spark):
     topics = ["pg.transaction", "a.b.transaction", "__hb.pg", "__debezium-heartbeat.pg"]
     at = datetime(2026, 1, 1, tzinfo=UTC)
     rows = [(None, marker if "transaction" in t else b'{"ts_ms": 1}', t, 0, i, at, 0, None) for i, t in enumerate(topics)]
-    got = decode_records(spark.createDataFrame(rows, KAFKA_SCHEMA), roles).select("topic", "kind", "server").collect()
+    got = decode_records(spark.createDataFrame(rows, KAFKA_SCHEMA), roles, session=caps).select("topic", "kind", "server").collect()
     kinds = {r["topic"]: r["kind"] for r in got}
     assert [kinds[t] == "transaction" for t in topics] == [roles.is_transaction(t) for t in topics]
     assert [kinds[t] == "heartbeat" for t in topics] == [roles.is_heartbeat(t) for t in topics]
