@@ -64,3 +64,42 @@ def test_the_transaction_pass_streamed_equals_collected(window):
     streamed, collected = _both(spec, events, ctx, args)
     assert streamed == collected
     assert streamed, "the faulted window has transactions"
+
+
+# a transaction's data events (TxnJudge's Rec fields), in no particular order: A's copies lie in another
+# partition and later in A's own, between other events of the same topic; C breaks its collection's 1..n
+_TXN_ROWS = [  # marker, topic, partition, offset, table, total_order, collection_order, record_ts_ms, key, txn_id, same
+    (False, "t1", 0, 0, "a", 1, 1, 10, "kA", "x", 11),
+    (False, "t1", 1, 3, "a", 1, 1, 10, "kA", "x", 11),  # A again, in another partition
+    (False, "t1", 1, 4, "b", 2, 1, 11, "kB", "x", 22),
+    (False, "t1", 0, 7, "a", 1, 1, 12, "kA", "x", 11),  # A again, later in its partition
+    (False, "t1", 0, 8, "a", 3, 3, 13, "kC", "x", 33),  # collection a's second event says 3
+    (False, "t1", 0, 9, "b", 4, 2, 14, "kD", "x", 44),
+    (True, "txn", 0, 0, None, None, None, 9, "m", "x", None),
+]
+
+
+def test_the_transaction_walk_counts_copies_once_and_ranks_by_collection(spark):
+    from dataclasses import replace
+
+    from cdc_monitor.checks.transactions import _FIELDS
+
+    spec = replace(data_pass(_NoFacts())[0], records="SELECT 's' AS server, 'k' AS txn_key, *, "
+                   "CAST(NULL AS bigint) AS lo, CAST(NULL AS bigint) AS hi FROM {rows}")
+    rows = spark.createDataFrame(_TXN_ROWS, ", ".join(f"`{f}` {t}" for f, t in zip(_FIELDS, (
+        "boolean", "string", "int", "bigint", "string", "bigint", "bigint", "bigint", "string", "string", "bigint"),
+        strict=True))).repartition(3)
+    for streamed in (True, False):
+        (got,) = pass_frame(spec, {"rows": rows}, streamed=streamed).collect()
+        assert (got.seen, dict(got.seen_by_collection), got.breaks) == (4, {"a": 2, "b": 2}, 1), (streamed, got)
+        assert (got.brk.offset, got.brk.total_break) == (8, False), (streamed, got)
+        assert got.orphan is None
+
+
+class _NoFacts:
+    """The context data_pass reads: no transaction topic span."""
+
+    class facts:
+        @staticmethod
+        def lookup_sql(name, key):
+            return "CAST(NULL AS bigint)", {}

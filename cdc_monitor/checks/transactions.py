@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from cdc_monitor.checks.context import CheckContext, WindowFacts
 from cdc_monitor.checks.findings import finding
 from cdc_monitor.checks.ordering import CONTENT_HASH
-from cdc_monitor.checks.passes import GroupPass, distribute_by, pass_frame
+from cdc_monitor.checks.passes import GroupPass, pass_frame
 from cdc_monitor.checks.sql import JavaFunction
 from cdc_monitor.vocabulary import TX_STATUSES, Rule, Severity, TxStatus
 
@@ -130,11 +130,12 @@ def _per_transaction(markers: DataFrame, facts: WindowFacts) -> DataFrame:
 
 # the transaction pass's data side: per (server, transaction key), each data event naming a transaction
 # and each marker naming one, in java/TxnJudge.java's Rec order, then the span its server's transaction
-# topic covers; which data events are copies of an earlier one (ordering's content hash: a re-delivery,
-# or a replay after a connector restart, whose processing time ``ts_ms`` is new) and each one's rank
-# in its collection come from two windows. Several partitions: distributed by the group first, so the
-# windows and the groups share one shuffle. The judge returns a summary row per transaction and a row
-# per orphan event (see TxnJudge)
+# topic covers. No SQL window: the stream's one sort lays out what needs more than a record. A data
+# event's copies (ordering's content hash, which holds its total_order, with its key payload: a
+# re-delivery, or a replay after a connector restart, whose processing time ``ts_ms`` is new) share its
+# total_order and topic, so sorting by ``same`` next puts them right after it; its rank in its collection
+# is its collection's count so far. The judge returns a summary row per transaction and a row per
+# orphan event (see TxnJudge)
 TXN_JUDGE = JavaFunction(
     "cdc_monitor_judge_transactions", "cdcmonitor.TxnJudge",
     "array<struct<seen:bigint,seen_by_collection:map<string,bigint>,brk:struct<topic:string,partition:int,offset:bigint,"
@@ -142,21 +143,15 @@ TXN_JUDGE = JavaFunction(
     "record_ts_ms:bigint>,breaks:bigint,orphan:struct<topic:string,partition:int,offset:bigint,key:string,"
     "txn_id:string,`table`:string,record_ts_ms:bigint>>>")
 _FIELDS = ("marker", "topic", "partition", "offset", "table", "txn_total_order", "txn_collection_order", "record_ts_ms",
-           "key", "txn_id", "copy", "collection_rank")
+           "key", "txn_id", "same")
+# a group's order (TxnJudge.ORDER): markers first, then total_order, topic, copies together, partition, offset
+_ORDER = ("marker DESC", "txn_total_order", "topic", "same", "partition", "offset")
 _RECORDS = f"""
-SELECT server, txn_key, marker, topic, partition, offset, `table`, txn_total_order, txn_collection_order, record_ts_ms,
-       key, txn_id, copy,
-       CASE WHEN NOT marker AND NOT copy THEN CAST(row_number() OVER (PARTITION BY server, txn_key, marker, copy, `table`
-            ORDER BY txn_collection_order, topic, partition, offset) AS bigint) END AS collection_rank,
-       {{lo}} AS lo, {{hi}} AS hi
-FROM (SELECT *, NOT marker AND row_number() OVER (PARTITION BY server, txn_key, marker, topic, key_payload, content
-                                                 ORDER BY partition, offset) > 1 AS copy
-      FROM (SELECT server, CASE WHEN marker THEN marker_key ELSE txn_key END AS txn_key, marker, topic, partition, offset,
-                   key_payload, CASE WHEN NOT marker THEN {CONTENT_HASH} END AS content, `table`, txn_total_order,
-                   txn_collection_order, record_ts_ms, key, txn_id
-            FROM (SELECT *, {MARKER_SQL} AS marker FROM {{{{events}}}})
-            WHERE (data_event AND txn_id IS NOT NULL) OR marker
-            {{distribute}}))"""
+SELECT server, CASE WHEN marker THEN marker_key ELSE txn_key END AS txn_key, marker, topic, partition, offset, `table`,
+       txn_total_order, txn_collection_order, record_ts_ms, key, txn_id,
+       CASE WHEN NOT marker THEN xxhash64(key_payload, {CONTENT_HASH}) END AS same, {{lo}} AS lo, {{hi}} AS hi
+FROM (SELECT *, {MARKER_SQL} AS marker FROM {{{{events}}}})
+WHERE (data_event AND txn_id IS NOT NULL) OR marker"""
 
 
 def data_pass(ctx: CheckContext) -> tuple[GroupPass, dict[str, str]]:
@@ -166,10 +161,8 @@ def data_pass(ctx: CheckContext) -> tuple[GroupPass, dict[str, str]]:
     marker, inside the span the server's transaction topic covers), judged by ``TXN_JUDGE``."""
     lo, lo_args = ctx.facts.lookup_sql("txn_lo", "server")
     hi, hi_args = ctx.facts.lookup_sql("txn_hi", "server")
-    distribute = not ctx.placement.one_partition
     return GroupPass(
-        name="txn_data", records=_RECORDS.format(lo=lo, hi=hi, distribute=distribute_by(("server", "txn_key"), distribute)),
-        group=("server", "txn_key"), order=("marker DESC", "txn_total_order", "topic", "partition", "offset"),
+        name="txn_data", records=_RECORDS.format(lo=lo, hi=hi), group=("server", "txn_key"), order=_ORDER,
         fields=_FIELDS, judge=TXN_JUDGE, keep=("server", "txn_key"), udf_args=("first(lo)", "first(hi)")), {**lo_args, **hi_args}
 
 

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeMap;
 
 import org.apache.spark.sql.Row;
@@ -17,17 +18,21 @@ import scala.jdk.javaapi.CollectionConverters;
  * it) judged (checks/transactions.py).
  *
  * <p>One judge, {@link Walk}, fed a (server, transaction key)'s records in {@link #ORDER} (markers
- * first, then total_order, topic, partition, offset) two ways: as a sorted stream on a classic session
- * ({@link #stream}, through {@link Passes}: memory does not grow with the transaction's events), or,
- * over Spark Connect, as this class's Java UDF over the group's collected records (held as one array,
- * sorted here). A record is a {@link Rec} (checks/transactions.py's fields, in that order: whether a
- * data event is a copy of an earlier one, the same topic, key and content, and its rank in its
- * collection by data_collection_order come from the pass's SQL windows); the span of record times the
- * server's transaction topic covers (lo, hi; null without one). Output rows: one summary (the data
- * events seen, copies counted once; seen per collection; the first event whose total_order or
- * data_collection_order breaks 1..n with how many break), and one row per orphan event (a data event,
- * copies included, of a transaction no marker names, inside the span), each named with its place and
- * record time.
+ * first, then total_order, topic, {@code same}, partition, offset) two ways: as a sorted stream on a
+ * classic session ({@link #stream}, through {@link Passes}: memory does not grow with the transaction's
+ * events), or, over Spark Connect, as this class's Java UDF over the group's collected records (held as
+ * one array, sorted here). A record is a {@link Rec} (checks/transactions.py's fields, in that order);
+ * the span of record times the server's transaction topic covers (lo, hi; null without one).
+ *
+ * <p>What needs more than one record is read from that one order, with no SQL window: a data event is
+ * a copy of an earlier one (the same topic, key and content) when it follows one with the same
+ * total_order, topic and {@code same} (its key payload and content hashed: the content holds the
+ * total_order, so a transaction's copies of one event are next to each other, the first by partition
+ * and offset first); its rank in its collection is how many of its collection's data events, copies
+ * counted once, came up to it in total_order. Output rows: one summary (the data events seen, copies
+ * counted once; seen per collection; the first event whose total_order or data_collection_order breaks
+ * 1..n with how many break), and one row per orphan event (a data event, copies included, of a
+ * transaction no marker names, inside the span), each named with its place and record time.
  */
 public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Long, List<Row>> {
     private static final long serialVersionUID = 1L;
@@ -44,8 +49,7 @@ public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Lon
         final Long recordTs;
         final String key;
         final String txnId;
-        final boolean copy;
-        final Long collectionRank;
+        final Long same;
 
         /** The record at fields {@code b..} of {@code r}. */
         Rec(Row r, int b) {
@@ -59,22 +63,22 @@ public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Lon
             recordTs = r.isNullAt(b + 7) ? null : r.getLong(b + 7);
             key = r.getString(b + 8);
             txnId = r.getString(b + 9);
-            copy = !r.isNullAt(b + 10) && r.getBoolean(b + 10);
-            collectionRank = r.isNullAt(b + 11) ? null : r.getLong(b + 11);
+            same = r.isNullAt(b + 10) ? null : r.getLong(b + 10);
         }
     }
 
     /** The Rec's fields, then the group's parameters (lo, hi): where they start in a stream's row. */
-    static final int FIELDS = 12;
+    static final int FIELDS = 11;
 
     private static final Comparator<String> TEXT = Comparator.nullsFirst(Comparator.naturalOrder());
     private static final Comparator<Long> NUMBER = Comparator.nullsFirst(Comparator.naturalOrder());
     /** Spark's (topic, partition, offset) order. */
     private static final Comparator<Rec> PLACE = Comparator.comparing((Rec r) -> r.topic, TEXT)
             .thenComparingInt(r -> r.partition).thenComparingLong(r -> r.offset);
-    /** The pass's order: markers first, then (total_order, topic, partition, offset). */
+    /** The pass's order: markers first, then (total_order, topic, same, partition, offset). */
     static final Comparator<Rec> ORDER = Comparator.comparing((Rec r) -> !r.marker)
-            .thenComparing(r -> r.totalOrder, NUMBER).thenComparing(PLACE);
+            .thenComparing(r -> r.totalOrder, NUMBER).thenComparing(r -> r.topic, TEXT)
+            .thenComparing(r -> r.same, NUMBER).thenComparing(PLACE);
     private static final Comparator<Rec> BREAK = Comparator
             .comparingLong((Rec r) -> r.totalOrder == null ? 0L : r.totalOrder).thenComparing(PLACE);
 
@@ -96,12 +100,14 @@ public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Lon
     }
 
     /** One transaction's records walked in {@link #ORDER}: counts (in total and per collection), the
-     * first break and how many, whether a marker names it; orphans as they come. */
+     * first break and how many, whether a marker names it; orphans as they come. It holds the previous
+     * data event (its copies follow it) and a count per collection, nothing per event. */
     static final class Walk implements Passes.Walk<Rec> {
         private final Long lo;
         private final Long hi;
         private final Object[] prefix;  // the stream's (server, txn_key); null: a UDF's row
         private boolean named;
+        private Rec previous;  // the previous data event
         private long seen;
         private final Map<String, Long> counts = new TreeMap<>(TEXT);
         private Rec first;  // the first break
@@ -132,13 +138,16 @@ public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Lon
                 out.add(row(null, null, null, null,
                         RowFactory.create(r.topic, r.partition, r.offset, r.key, r.txnId, r.table, r.recordTs)));
             }
-            if (r.copy) {
+            boolean copy = previous != null && Objects.equals(r.same, previous.same)
+                    && Objects.equals(r.totalOrder, previous.totalOrder) && Objects.equals(r.topic, previous.topic);
+            previous = r;
+            if (copy) {
                 return;
             }
             seen++;
-            counts.merge(r.table, 1L, Long::sum);
+            long rank = counts.merge(r.table, 1L, Long::sum);
             boolean total = r.totalOrder != null && r.totalOrder != seen;
-            boolean collection = r.collectionOrder != null && !r.collectionOrder.equals(r.collectionRank);
+            boolean collection = r.collectionOrder != null && r.collectionOrder != rank;
             if (total || collection) {
                 breaks++;
                 if (first == null || BREAK.compare(r, first) < 0) {
