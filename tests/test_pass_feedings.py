@@ -79,7 +79,7 @@ _TXN_ROWS = [  # marker, topic, partition, offset, table, total_order, collectio
 ]
 
 
-def test_the_transaction_walk_counts_copies_once_and_ranks_by_collection(spark):
+def test_the_transaction_walk_counts_copies_once_and_ranks_by_collection(spark, caps):
     from dataclasses import replace
 
     from cdc_monitor.checks.transactions import _FIELDS
@@ -90,7 +90,7 @@ def test_the_transaction_walk_counts_copies_once_and_ranks_by_collection(spark):
         "boolean", "string", "int", "bigint", "string", "bigint", "bigint", "bigint", "string", "string", "bigint"),
         strict=True))).repartition(3)
     for streamed in (True, False):
-        (got,) = pass_frame(spec, {"rows": rows}, streamed=streamed).collect()
+        (got,) = pass_frame(spec, {"rows": rows}, caps, streamed=streamed).collect()
         assert (got.seen, dict(got.seen_by_collection), got.breaks) == (4, {"a": 2, "b": 2}, 1), (streamed, got)
         assert (got.brk.offset, got.brk.total_break) == (8, False), (streamed, got)
         assert got.orphan is None
