@@ -1,4 +1,4 @@
-"""The floor benchmark (benchmarks/floor.py) measures what it says: one Spark job over every
+"""The floor benchmark (benchmarks/scans.py, `python -m benchmarks floor`) measures what it says: one Spark job over every
 record of a capture, through cdc-monitor's own reader, each record counted once."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.floor import floor_job
+from benchmarks.scans import floor_job
 from cdc_monitor.generator import generate
 from cdc_monitor.generator.kcat_writer import write_capture
 
