@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmarks.harness import REGISTRY
+from benchmarks.harness import REGISTRY, Measurement
 
 MODULES = ("scans", "passes", "large_groups", "watch", "watch_batch", "watch_keys", "decode", "anomalies")
 
@@ -27,6 +27,11 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  {m.name:<13} {m.help.splitlines()[0] if m.help else ''}")
         raise SystemExit(0 if not argv or argv[0] in ("-h", "--help") else 2)
     m = REGISTRY[argv[0]]
+    m.run(parser(m).parse_args(argv[1:]))
+
+
+def parser(m: Measurement) -> argparse.ArgumentParser:
+    """The common options and ``m``'s own."""
     ap = argparse.ArgumentParser(prog=f"python -m benchmarks {m.name}", description=m.help,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baseline", metavar="TREE", help="also measure this checkout (an earlier revision's git worktree)")
@@ -35,8 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=2, help="side-by-side rounds; the best of them is kept")
     for flags, kw in m.options:
         ap.add_argument(*flags, **kw)
-    m.run(ap.parse_args(argv[1:]))
-
+    return ap
 
 if __name__ == "__main__":
     main()

@@ -160,3 +160,11 @@ def large_groups(opts: Namespace) -> None:
                          json.dumps({k: v for k, v in found.items() if v}) if rep else got["error"]])
     table(f"every scan a whole process under a {opts.heap} heap", ["window", "tree", "exit", "seconds", "findings job (s)",
           "peak RSS (MB)", "JVM (MB)", "findings"], rows)
+
+
+if __name__ == "__main__":  # (tests/test_large_groups.py names this command)
+    import sys
+
+    from benchmarks.__main__ import main
+
+    main(["large-groups", *sys.argv[1:]])

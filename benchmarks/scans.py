@@ -210,7 +210,7 @@ def warm(opts: Namespace) -> None:
 def suite(opts: Namespace) -> None:
     """The test suite's pytest run (as scripts/test.sh runs it, set-up excluded) beside a bare PySpark process."""
     base = bare()
-    got = {k: run([PY, "-P", "-m", "pytest", "-q", "-p", "no:randomly", "-n", opts.workers, "--dist", "loadgroup",
+    got = {k: run([PY, "-P", "-m", "pytest", "-q", "-n", opts.workers, "--dist", "loadgroup", "--durations=25",
                    *shlex.split(opts.tests)], t, check=False, cwd=t) for k, t in trees(opts, "pytest").items()}
     table("the suite beside a bare PySpark process (the same machine, one after the other)",
           ["process", "seconds", "/ bare PySpark", "exit", "result"],
