@@ -212,7 +212,7 @@ def median(results: list[dict], key: str = "seconds") -> float:
 
 
 def ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}x" if b else "-"
+    return "-" if not b else f"{a / b:.3f}x" if abs(a / b) < 0.1 else f"{a / b:.2f}x"
 
 
 def table(title: str, headers: list[str], rows: list[list[object]]) -> None:

@@ -202,7 +202,8 @@ def soak(opts: Namespace) -> None:
             stop.wait(1.0)
 
     samples: list[dict] = []
-    threading.Thread(target=steady, daemon=True).start()
+    producer = threading.Thread(target=steady, daemon=True)
+    producer.start()
     try:
         started = time.monotonic()
         while time.monotonic() - started < opts.minutes * 60:
@@ -219,9 +220,12 @@ def soak(opts: Namespace) -> None:
             log(json.dumps(samples[-1]))
     finally:
         stop.set()
+        producer.join(60)
         world.stop(proc)
         world.stop()
-    if samples:
+    if not samples:
+        log("no sample: watch's /metrics did not answer within --minutes")
+    else:
         table(f"soak: {opts.rate:,} records/s for {opts.minutes} min, {opts.flavour}", list(samples[0]),
               [list(s.values()) for s in samples])
     if len(samples) >= 3:
