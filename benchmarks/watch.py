@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -116,6 +117,7 @@ class World:
             proc.wait(120)
         else:
             self.broker.stop()
+            shutil.rmtree(self.work, ignore_errors=True)
 
 
 WATCH = (option("--interval", default="1s", help="watch's --interval"),
