@@ -3,7 +3,7 @@
 spikes, silences and lag creeps, judged interval by interval as a scan every 5 minutes with
 ``--history`` would judge them (the same functions, the history as rows: no Spark).
 
-``python -m benchmarks.anomalies [--grid]``: recall (labelled table-intervals found by their rule;
+``python -m benchmarks anomalies [--grid]``: recall (labelled table-intervals found by their rule;
 anomalies with at least one interval found), false alarms per 1,000 judged table-intervals, and
 table-intervals without a verdict (too little history). ``--grid`` tries sensitivities, baseline
 lengths and floors (how the defaults in config.py were chosen). Targets: recall >= 0.95, false
@@ -12,12 +12,13 @@ alarms <= 1 per 1,000 (docs/history.md, docs/performance.md).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import time
+from argparse import Namespace
 from typing import Any
 
+from benchmarks.harness import measurement, option
 from cdc_monitor.checks.anomalies import judge_window
 from cdc_monitor.checks.baseline import BaselineSettings, HistoryIndex
 from cdc_monitor.history.store import lookback_ms
@@ -69,24 +70,19 @@ def meets(r: dict[str, Any]) -> bool:
     return r["recall"] >= RECALL_TARGET and r["false_alarms_per_1000"] <= FALSE_ALARMS_TARGET
 
 
-def main() -> None:
+@measurement("anomalies", option("--grid", action="store_true", help="try sensitivities, baseline lengths and floors"),
+             option("--seed", type=int, default=11), events="0")
+def anomalies(opts: Namespace) -> None:
+    """Recall and false alarms of the anomaly rules on the generator's seasonal traffic (no Spark)."""
     from cdc_monitor.config import ScanConfig
     from cdc_monitor.generator.seasonal import SeasonalModel
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--grid", action="store_true", help="try sensitivities, baseline lengths and floors")
-    p.add_argument("--seed", type=int, default=11)
-    args = p.parse_args()
-    model = SeasonalModel(seed=args.seed)
+    model = SeasonalModel(seed=opts.seed)
     rows = list(model.history_rows())
-    if args.grid:
+    if opts.grid:
         results = [evaluate(model, BaselineSettings(k, n, m, f), rows)
                    for k, n, m, f in itertools.product((4.0, 5.0, 6.0, 8.0), (12, 24, 36), (8,), (0.05, 0.1, 0.2))]
     else:
         results = [evaluate(model, BaselineSettings.of(ScanConfig()), rows)]
     for r in results:
         print(json.dumps(r | {"meets_targets": meets(r)}))
-
-
-if __name__ == "__main__":
-    main()

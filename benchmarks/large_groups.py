@@ -2,7 +2,7 @@
 largest group), a huge transaction (every event in one transaction, the transaction pass's) and a
 table's initial snapshot (every read of one table, the table pass's).
 
-`python -m benchmarks.large_groups [--hot-key N] [--transaction N] [--snapshot N] [--mixed N] [--heap 512m]
+`python -m benchmarks large-groups [--hot-key N] [--transaction N] [--snapshot N] [--mixed N] [--heap 512m]
 [--baseline TREE]` writes them as captures (from a real generated MySQL event: a key updated N times;
 one BEGIN, N inserts across three partitions, one END naming N; a table's initial snapshot of N reads;
 and a generated MySQL window with schemas) and scans each in a whole `cdc-monitor scan` process under
@@ -13,17 +13,15 @@ runs the same captures, smaller but with wide keys, under a small heap.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import sys
 import tempfile
+from argparse import Namespace
 from collections.abc import Iterator
 from pathlib import Path
 
-from benchmarks import measure
+from benchmarks import harness
+from benchmarks.harness import HERE, capture, measurement, option, table, trees
 
-PY = sys.executable
 T0 = 1_767_225_600_000
 TXN_ID = "3e11fa47-71ca-11e1-9e33-c80aa9429562:99"
 
@@ -124,67 +122,49 @@ def write(path: Path, lines: Iterator[str]) -> Path:
     return path
 
 
-def scan(capture: Path, tree: str | None = None, config: Path | None = None, check: bool = True) -> dict:
-    """A whole ``cdc-monitor scan`` process over ``capture`` (with ``tree``'s package when given):
-    seconds, peak memory, the report (``check``: the scan must succeed; else its exit code and last
-    error line are returned)."""
-    report = capture.with_suffix(".report.json")
-    env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())} if tree else None
-    r = measure.run([PY, "-m", "cdc_monitor", "scan", str(capture.resolve()), "--output", "json", "--report-file",
-                     str(report.resolve()), "--quiet", "--fail-on", "never",
-                     *(["--config", str(config.resolve())] if config else [])],
-                    env=env, cwd=str(Path(tree).resolve()) if tree else None)
-    got = {"seconds": round(r.seconds, 1), "peak_mb": round(r.peak_total_mb), "jvm_mb": round(r.peak_mb.get("jvm", 0)),
-           "exit": r.returncode}
-    if r.returncode != 0 and not check:
-        return {**got, "error": (r.stderr.strip().splitlines() or [""])[-1][:160]}
-    assert r.returncode == 0, r.stderr[-3000:]
-    return {**got, "report": json.loads(report.read_text())}
+def scan(capture: Path, tree: Path | None = None, config: Path | None = None, check: bool = True) -> dict:
+    """A whole ``cdc-monitor scan`` process over ``capture`` (with ``tree``'s package when given): seconds,
+    peak memory, the report (``check``: the scan must succeed; else its exit and last error line)."""
+    got = harness.scan([str(capture)], tree, *(["--config", str(config.resolve())] if config else []), check=False)
+    assert got["exit"] == 0 or not check, got
+    return got
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.large_groups", description=__doc__.splitlines()[0])
-    ap.add_argument("--hot-key", type=int, default=1_000_000, help="updates of the one key")
-    ap.add_argument("--transaction", type=int, default=600_000, help="events of the one transaction")
-    ap.add_argument("--snapshot", type=int, default=1_000_000, help="reads of the one table's initial snapshot")
-    ap.add_argument("--mixed", type=int, default=600_000, help="events of a generated MySQL window with schemas (0: none)")
-    ap.add_argument("--heap", default="512m", help="spark.driver.memory of every scan")
-    ap.add_argument("--baseline", help="also scan with this checkout (an earlier revision's worktree)")
-    ap.add_argument("--workdir", default="benchmarks/.work")
-    opts = ap.parse_args()
-    work = Path(opts.workdir)
+@measurement("large-groups", option("--hot-key", type=int, default=1_000_000, help="updates of the one key"),
+             option("--transaction", type=int, default=600_000, help="events of the one transaction"),
+             option("--snapshot", type=int, default=1_000_000, help="reads of the one table's initial snapshot"),
+             option("--mixed", type=int, default=600_000, help="events of a generated MySQL window with schemas (0: none)"),
+             option("--heap", default="512m", help="spark.driver.memory of every scan"))
+def large_groups(opts: Namespace) -> None:
+    """Large groups under a fixed heap: a hot key, one transaction, one table's snapshot, a mixed window."""
+    work = HERE / "benchmarks" / ".work"
     work.mkdir(parents=True, exist_ok=True)
     config = work / f"heap-{opts.heap}.toml"
     config.write_text(f'[spark]\n"spark.driver.memory" = "{opts.heap}"\n', encoding="utf-8")
-    captures = {
-        f"hot key ({opts.hot_key:,} updates)": write(work / f"hot-key-{opts.hot_key}.jsonl", hot_key(opts.hot_key)),
-        f"one transaction ({opts.transaction:,} events)": write(work / f"one-txn-{opts.transaction}.jsonl",
-                                                                one_transaction(opts.transaction)),
-        f"one table's snapshot ({opts.snapshot:,} reads)": write(work / f"snapshot-{opts.snapshot}.jsonl",
-                                                                 snapshot(opts.snapshot)),
-    }
+    captures = {f"hot key ({opts.hot_key:,} updates)": write(work / f"hot-key-{opts.hot_key}.jsonl", hot_key(opts.hot_key)),
+                f"one transaction ({opts.transaction:,} events)": write(work / f"one-txn-{opts.transaction}.jsonl",
+                                                                        one_transaction(opts.transaction)),
+                f"one table's snapshot ({opts.snapshot:,} reads)": write(work / f"snapshot-{opts.snapshot}.jsonl",
+                                                                         snapshot(opts.snapshot))}
     if opts.mixed:
-        mixed = work / f"mysql-{opts.mixed}.jsonl"
-        if not mixed.exists():
-            r = measure.run([PY, "-m", "cdc_monitor", "generate", "--flavour", "mysql", "--events", str(opts.mixed),
-                             "--seed", "7", "--output", str(mixed)])
-            assert r.returncode == 0, r.stderr[-2000:]
-        captures[f"mixed MySQL window ({opts.mixed:,} events, schemas)"] = mixed
-    print(f"\nevery scan a whole process under a {opts.heap} heap\n")
-    print("| window | tree | exit | seconds | findings job (s) | peak RSS (MB) | JVM (MB) | findings |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+        captures[f"mixed MySQL window ({opts.mixed:,} events, schemas)"] = Path(capture("mysql", opts.mixed, 7)[0])
+    rows = []
     for name, path in captures.items():
-        for tree_name, tree in (("this tree", None), *((("baseline", opts.baseline),) if opts.baseline else ())):
+        for tree_name, tree in trees(opts).items():
             got = scan(path, tree, config, check=False)
-            if got["exit"] != 0:
-                print(f"| {name} | {tree_name} | {got['exit']} | {got['seconds']} | | {got['peak_mb']} | {got['jvm_mb']} | "
-                      f"{got['error']} |", flush=True)
-                continue
-            rep = got["report"]
-            found = {f["rule"]: f["count"] for f in rep["summary"].get("finding_counts", [])} or rep["summary"]["findings_by_check"]
-            print(f"| {name} | {tree_name} | 0 | {got['seconds']} | {rep['timings_seconds']['findings']} | {got['peak_mb']} | "
-                  f"{got['jvm_mb']} | {json.dumps({k: v for k, v in found.items() if v})} |", flush=True)
+            rep = got.get("report")
+            found = rep and ({f["rule"]: f["count"] for f in rep["summary"].get("finding_counts", [])}
+                             or rep["summary"]["findings_by_check"])
+            rows.append([name, tree_name, got["exit"], got["seconds"], rep["timings_seconds"]["findings"] if rep else "",
+                         round(got["peak_mb"]), round(got["jvm_mb"]),
+                         json.dumps({k: v for k, v in found.items() if v}) if rep else got["error"]])
+    table(f"every scan a whole process under a {opts.heap} heap", ["window", "tree", "exit", "seconds", "findings job (s)",
+          "peak RSS (MB)", "JVM (MB)", "findings"], rows)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # (tests/test_large_groups.py names this command)
+    import sys
+
+    from benchmarks.__main__ import main
+
+    main(["large-groups", *sys.argv[1:]])

@@ -1,28 +1,22 @@
-"""The checks across records, measured where they run: the findings job of a warm scan.
+"""The per-stage pass profile: CPU per record of every stage of a warm scan beside the floor job's.
 
-`python -m benchmarks.passes [--events N] [--baseline TREE] [--scans K]` scans the harness's capture
-K times in one process (the first cold) with Spark's status API on, then reads the last scan's
-findings job (its last job) from that API: its stages, the stages that read the window's checkpoint
-(those with no shuffle input: they start from the checkpointed events), and their executor CPU,
-per record. With ``--baseline`` (an earlier revision's checkout, e.g. a ``git worktree``), the same
-in a process of that revision right after: before and after side by side.
-
-The issue's targets: executor CPU of the findings job <= 30 us a record; <= 4 stages reading the
-checkpoint. docs/performance.md keeps the numbers.
+``python -m benchmarks passes [--events N] [--baseline TREE] [--scans K]`` (or ``python -m benchmarks.passes``,
+the same options) scans the mixed capture K times in one process (the first cold) with Spark's status
+API on, then reads from that API every stage of the last scan's jobs (its executor CPU per record of the
+window, shuffled rows, spills) and the findings job's stages reading the window's checkpoint (no shuffle
+input), then runs the floor job (benchmarks/scans.py) in the same session and profiles it the same way.
+With ``--baseline``, the same in a process of that checkout, right after.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 import urllib.request
-from pathlib import Path
+from argparse import Namespace
 
-from benchmarks import measure
-
-PY = sys.executable
+from benchmarks.harness import capture, child, measurement, option, table, trees
 
 
 def _get(url: str):  # type: ignore[no-untyped-def]
@@ -30,7 +24,7 @@ def _get(url: str):  # type: ignore[no-untyped-def]
         return json.loads(r.read())
 
 
-def child(paths: list[str], scans: int, port: int) -> None:
+def child_profile(paths: list[str], scans: int, port: int) -> None:
     from cdc_monitor.pipeline import run_scan
     from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.sources.capture import read_capture
@@ -51,7 +45,7 @@ def child(paths: list[str], scans: int, port: int) -> None:
     jobs = sorted(_get(f"{base}/{app}/jobs"), key=lambda j: j["jobId"])
     profile = _profile(base, app, [j for j in jobs if j["jobId"] > before], records)
     # the floor's job in the same session, right after (benchmarks/floor.py): its CPU per record
-    from benchmarks.floor import floor_job
+    from benchmarks.scans import floor_job
 
     last = jobs[-1]["jobId"]
     floor_job(spark, paths)
@@ -94,37 +88,26 @@ def _profile(base: str, app: str, jobs: list[dict], records: int) -> list[dict]:
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.passes", description=__doc__.splitlines()[0])
-    ap.add_argument("--events", type=int, default=100_000)
-    ap.add_argument("--workdir", default="benchmarks/.work")
-    ap.add_argument("--scans", type=int, default=3, help="scans in one process (the first cold); the last is measured")
-    ap.add_argument("--baseline", help="also measure this checkout (an earlier revision's worktree)")
-    ap.add_argument("--port", type=int, default=4077)
-    ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
-    opts = ap.parse_args()
-    if opts.child is not None:
-        child(opts.child, opts.scans, opts.port)
-        return
-    from benchmarks.__main__ import generate
-
-    paths = [str(Path(p).resolve()) for p in generate(Path(opts.workdir) / f"capture-{opts.events}", opts.events)]
-    rows = measure.in_trees(__file__, ["--scans", str(opts.scans), "--port", str(opts.port), "--child", *paths],
-                            opts.baseline)
-    print(f"\nthe findings job of the last of {opts.scans} scans in one process, {rows['this tree']['records']:,} records\n")
-    print("| tree | stages | reading the checkpoint | executor CPU (s) | CPU per record (us) | findings job, warm (s) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for name, r in rows.items():
-        print(f"| {name} | {r['stages']} | {r['stages_reading_checkpoint']} | {r['executor_cpu_s']} | "
-              f"{r['cpu_us_per_record']} | {r['scans'][-1]['findings']} |")
-    for name, r in rows.items():
-        print(f"\nper stage, the last scan ({name}): executor CPU per record of the window\n")
-        print("| job | stage | name | tasks | shuffle rows read | spilled (MB) | CPU (s) | us / record |")
-        print("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
-        for st in [*r["profile"], *({**f, "name": "floor: " + f["name"]} for f in r["floor"])]:
-            print(f"| {st['job']} | {st['stage']} | {st['name']} | {st['tasks']} | {st['shuffle_read_rows']:,} | "
-                  f"{st['spill_disk_bytes'] / 1e6:.0f} | {st['cpu_s']} | {st['cpu_us_per_record']} |")
+@measurement("passes", option("--scans", type=int, default=3, help="scans in one process (the first cold); the last is measured"),
+             option("--port", type=int, default=4077, help="the Spark UI's port (its REST API)"))
+def passes(opts: Namespace) -> None:
+    """The per-stage pass profile: each stage's executor CPU per record of a warm scan, beside the floor job's."""
+    paths = capture("mixed", opts.events[0])
+    rows = {k: child("benchmarks.passes:child_profile", paths, opts.scans, opts.port, tree=t).json() for k, t in trees(opts).items()}
+    n = rows["scan"]["records"]
+    table(f"the findings job of the last of {opts.scans} scans in one process, {n:,} records",
+          ["tree", "stages", "reading the checkpoint", "executor CPU (s)", "CPU per record (us)", "findings job, warm (s)"],
+          [[k, r["stages"], r["stages_reading_checkpoint"], r["executor_cpu_s"], r["cpu_us_per_record"],
+            r["scans"][-1]["findings"]] for k, r in rows.items()])
+    for k, r in rows.items():
+        table(f"per stage, the last scan ({k}) and the floor job: executor CPU per record of the window",
+              ["job", "stage", "name", "tasks", "shuffle rows read", "spilled (MB)", "CPU (s)", "us / record"],
+              [[st["job"], st["stage"], st["name"], st["tasks"], st["shuffle_read_rows"], round(st["spill_disk_bytes"] / 1e6),
+                st["cpu_s"], st["cpu_us_per_record"]] for st in [*r["profile"], *({**f, "name": "floor: " + f["name"]}
+                                                                                for f in r["floor"])]])
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import main
+
+    main(["passes", *sys.argv[1:]])

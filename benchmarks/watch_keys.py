@@ -1,33 +1,25 @@
-"""watch's memory with many distinct keys (on demand): ``--keys`` inserts, each of a new key of one
-MySQL table, streamed through watch's real query (the stateful carry operator on RocksDB, then the
-engine) in micro-batches of ``--batch`` records from Parquet files, as ``benchmarks.watch_batch``
-does. After every batch it prints the keys seen so far, the batch's seconds, the driver's Python
-RSS (what ``cdc_monitor_state_driver_rss_bytes`` reports), the JVM's RSS (in local mode the
-executor too: RocksDB's memory and files live there), the Python workers' RSS and the state
-store's rows as Spark reported them for the previous batch.
-Target (issue: watch at production rates): the driver's RSS stays flat while the keys grow.
-Measured 2026-11-24 (2 cores, 1M keys, 50 batches of 20k): driver Python RSS 122.9 -> 124.2 MB,
-state 980,001 rows (49th batch), JVM 1.8 GB -> at most 3.1 GB, batches 27-36 s (~660 records/s).
-With the key histories on the JVM (``--keys 200000``, old and new code back to back): warm batches
-16.1-19.8 s -> 8.2-11.7 s, 209.5 s -> 122.2 s in all, driver Python RSS 122.9-123.9 MB either way.
-With ``--bytes``: the checkpoint after the last batch, on disk, per state row (the issue's "state
-bytes per live key": the whole Spark checkpoint folder, state and its retained versions included,
-over ``numRowsTotal``), with ``--changelog on|off`` (RocksDB changelog checkpointing) and ``--retain N``
-(``spark.sql.streaming.minBatchesToRetain``) to compare the settings. Runs with an older tree's
-``cdc_monitor`` too (``cd TREE && PYTHONPATH=TREE python /path/to/benchmarks/watch_keys.py``).
-Usage: python -m benchmarks.watch_keys [--keys 1000000] [--batch 20000] [--traffic] [--bytes] [--changelog on|off]
-[--retain N]"""
+"""watch's state with many distinct keys: ``--keys`` inserts, each of a new key of one MySQL table (or,
+``--traffic``, the generator's MySQL traffic of --keys events), streamed through watch's real query (the
+stateful operator on RocksDB, then the engine) in micro-batches of ``--batch`` records from Parquet
+files, as ``benchmarks batch`` does. After every batch (stderr): the keys so far, its seconds, the driver's
+Python RSS, the JVM's, the Python workers' and the state store's rows. ``--bytes``: the checkpoint after
+the last batch, on disk, per state row (the whole Spark checkpoint folder, its retained versions included,
+over ``numRowsTotal``: the state bytes per live key); ``--changelog on|off`` and ``--retain N`` compare
+RocksDB changelog checkpointing and ``spark.sql.streaming.minBatchesToRetain``.
+``python -m benchmarks watch-keys [--keys N] [--batch N] [--traffic] [--bytes] [--baseline TREE]``, or
+``python -m benchmarks.watch_keys`` with the same options."""
 
 from __future__ import annotations
 
-import argparse
 import json
+import os
 import sys
 import tempfile
 import time
+from argparse import Namespace
 from pathlib import Path
 
-from benchmarks.measure import _rss_and_kind, _tree
+from benchmarks.harness import child, log, measurement, option, rss, table, tree_of, trees
 
 TOPIC = "mysql_server_1.inventory.customers"
 BASE_MS = 1_767_225_603_000
@@ -55,81 +47,71 @@ def insert_frame(spark, first: int, count: int):
         F.lit(None).cast(KAFKA_SCHEMA["headers"].dataType).alias("headers"))
 
 
-def rss_mb(pids: list[int], kind: str) -> float:
-    return round(sum(r for r, k in map(_rss_and_kind, pids) if k == kind) / 2**20, 1)
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--keys", type=int, default=1_000_000)
-    ap.add_argument("--batch", type=int, default=20_000)
-    ap.add_argument("--bytes", action="store_true", help="the checkpoint's bytes per state row after the last batch")
-    ap.add_argument("--changelog", choices=["on", "off"], help="RocksDB changelog checkpointing (default: the tree's)")
-    ap.add_argument("--retain", type=int, help="spark.sql.streaming.minBatchesToRetain")
-    ap.add_argument("--traffic", action="store_true",
-                    help="instead of inserts: the generator's MySQL traffic (schemas, updates, deletes, transactions) "
-                         "of --keys events, in batches of --batch records")
-    args = ap.parse_args()
+def child_keys(keys: int, batch: int, changelog: str | None, retain: int | None, traffic: bool) -> None:
     from cdc_monitor.watch import carry
 
-    changelog = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-    if args.changelog:  # (the dict run_stream sets on the session)
-        carry.STREAM_CONF[changelog] = "true" if args.changelog == "on" else "false"
-    if args.retain:
-        carry.STREAM_CONF["spark.sql.streaming.minBatchesToRetain"] = str(args.retain)
+    flag = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+    if changelog:  # (the dict run_stream sets on the session)
+        carry.STREAM_CONF[flag] = "true" if changelog == "on" else "false"
+    if retain:
+        carry.STREAM_CONF["spark.sql.streaming.minBatchesToRetain"] = str(retain)
     from cdc_monitor.runtime.session import get_spark
     from cdc_monitor.watch.batch import WatchSettings
     from cdc_monitor.watch.runner import driver_rss
-    from tests.support.watch_stream import run_stream, stage
+    from tests.support.watch_stream import run_stream, stage, stage_stream
 
     spark = get_spark()
-    import os
-
-    # the driver JVM: this process's java descendant (PySpark starts it through spark-submit)
-    jvm = next(p for p in _tree(os.getpid())[1:] if _rss_and_kind(p)[1] == "jvm")
+    jvm = next(p for p in tree_of(os.getpid())[1:] if rss(p)[1] == "jvm")  # the driver JVM (spark-submit's child)
     rows: list[dict] = []
     started = time.perf_counter()
 
-    def observe(outcome) -> None:
+    def mb(pids: list[int], kind: str) -> float:
+        return round(sum(r for r, k in map(rss, pids) if k == kind) / 2**20, 1)
+
+    def observe(outcome) -> None:  # type: ignore[no-untyped-def]
         query = spark.streams.active[0] if spark.streams.active else None
         ops = ((query.lastProgress if query is not None else None) or {}).get("stateOperators") or []
-        tree = _tree(jvm)
-        rows.append({"batch": outcome.batch_id, "keys": (outcome.batch_id + 1) * args.batch,
-                     "seconds": outcome.seconds, "driver_python_rss_mb": round(driver_rss() / 2**20, 1),
-                     "jvm_rss_mb": rss_mb([jvm], "jvm"), "python_workers_rss_mb": rss_mb(tree[1:], "python"),
+        rows.append({"batch": outcome.batch_id, "keys": (outcome.batch_id + 1) * batch, "seconds": outcome.seconds,
+                     "driver_python_rss_mb": round(driver_rss() / 2**20, 1), "jvm_rss_mb": mb([jvm], "jvm"),
+                     "python_workers_rss_mb": mb(tree_of(jvm)[1:], "python"),
                      "state_rows_previous_batch": sum(o.get("numRowsTotal", 0) for o in ops)})
-        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        log(json.dumps(rows[-1]))
 
     with tempfile.TemporaryDirectory(prefix="cdc-watch-keys-") as tmp:
-        if args.traffic:
-            from tests.support.watch_stream import stage_stream
-
-            stage_stream(spark, Path(tmp), events=args.keys, batch=args.batch)
+        if traffic:
+            stage_stream(spark, Path(tmp), events=keys, batch=batch)
         else:
-            batches = range(0, args.keys, args.batch)
-            stage([insert_frame(spark, first, min(args.batch, args.keys - first)) for first in batches], Path(tmp) / "in")
+            stage([insert_frame(spark, first, min(batch, keys - first)) for first in range(0, keys, batch)], Path(tmp) / "in")
         progress: list = []
         run_stream(spark, Path(tmp) / "in", Path(tmp) / "ckpt", WatchSettings(), observe=observe, progress=progress)
         took = time.perf_counter() - started
-        spark_dir = Path(tmp) / "ckpt" / "spark"
-        disk = sum(p.stat().st_size for p in spark_dir.rglob("*") if p.is_file())
-        state_disk = sum(p.stat().st_size for p in (spark_dir / "state").rglob("*") if p.is_file())
+        disk = sum(p.stat().st_size for p in (Path(tmp) / "ckpt" / "spark").rglob("*") if p.is_file())
         last_rows = sum(o.get("numRowsTotal", 0) for o in (progress[-1].get("stateOperators") or []))
-    if args.bytes:
-        print(json.dumps({"keys": args.keys, "batches": len(rows), "state_rows": last_rows,
-                          "checkpoint_bytes": disk, "state_bytes": state_disk,
-                          "checkpoint_bytes_per_row": round(disk / max(last_rows, 1), 1),
-                          "changelog": carry.STREAM_CONF.get(changelog, "false"),
-                          "retain": carry.STREAM_CONF["spark.sql.streaming.minBatchesToRetain"],
-                          "seconds": round(took, 1)}, indent=1))
-    first, last = rows[0], rows[-1]
-    print(json.dumps({"keys": args.keys, "batches": len(rows), "seconds": round(took, 1),
-                      "records_per_s": round(args.keys / took),
-                      "driver_python_rss_mb": [first["driver_python_rss_mb"], last["driver_python_rss_mb"],
-                                               max(r["driver_python_rss_mb"] for r in rows)],
-                      "jvm_rss_mb": [first["jvm_rss_mb"], last["jvm_rss_mb"]],
-                      "state_rows": last["state_rows_previous_batch"]}, indent=1))
+    print(json.dumps({"batches": len(rows), "seconds": round(took, 1), "records_per_s": round(keys / took),
+                      "state_rows": last_rows, "checkpoint_bytes": disk, "bytes_per_row": round(disk / max(last_rows, 1), 1),
+                      "changelog": carry.STREAM_CONF.get(flag, "false"),
+                      "retain": carry.STREAM_CONF["spark.sql.streaming.minBatchesToRetain"],
+                      "driver_python_rss_mb": [rows[0]["driver_python_rss_mb"], max(r["driver_python_rss_mb"] for r in rows)],
+                      "jvm_rss_mb": [rows[0]["jvm_rss_mb"], rows[-1]["jvm_rss_mb"]]}))
+
+
+@measurement("watch-keys", option("--keys", type=int, default=1_000_000), option("--batch", type=int, default=20_000),
+             option("--bytes", action="store_true", help="the checkpoint's bytes per state row after the last batch"),
+             option("--changelog", choices=["on", "off"], help="RocksDB changelog checkpointing (default: the tree's)"),
+             option("--retain", type=int, help="spark.sql.streaming.minBatchesToRetain"),
+             option("--traffic", action="store_true", help="the generator's MySQL traffic instead of inserts"), events="0")
+def watch_keys(opts: Namespace) -> None:
+    """watch's state with many keys: the memory of driver and JVM, and (--bytes) the state bytes per key."""
+    got = {k: child("benchmarks.watch_keys:child_keys", opts.keys, opts.batch, opts.changelog, opts.retain, opts.traffic,
+                    tree=t).json() for k, t in trees(opts, "watch").items()}
+    what = "the generator's MySQL traffic" if opts.traffic else "inserts of new keys"
+    cols = ["state_rows", "checkpoint_bytes", "bytes_per_row", "changelog", "retain"] if opts.bytes else \
+        ["seconds", "records_per_s", "driver_python_rss_mb", "jvm_rss_mb", "state_rows"]
+    table(f"{opts.keys:,} {'events' if opts.traffic else 'keys'} of {what}, batches of {opts.batch:,}", ["tree", *cols],
+          [[k, *(json.dumps(r[c]) if isinstance(r[c], list) else r[c] for c in cols)] for k, r in got.items()])
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks.__main__ import main
+
+    main(["watch-keys", *sys.argv[1:]])

@@ -1,0 +1,85 @@
+"""What decoding costs per record: cdc-monitor's decoder (the Java UDF, every per-record verdict, the
+events frame around it) beside reading the records' texts alone, in one warm session, a ``noop`` write
+each (best of --rounds after a warm-up; CPU per record: the process tree's, from /proc); and the
+floor of a purpose-built decoder, ``benchmarks/jvm/DecodeFloor.java`` (one streaming Jackson pass per
+record on one thread, no Spark; needs javac)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from argparse import Namespace
+from pathlib import Path
+
+from benchmarks.harness import HERE, capture, child, measurement, table, tree_of, trees
+
+
+def _cpu_seconds() -> float:
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in tree_of(os.getpid()):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def child_rates(paths: list[str], runs: int) -> None:
+    from pyspark.sql import functions as F
+
+    from cdc_monitor.decoding import decode_records
+    from cdc_monitor.runtime.session import get_spark
+    from cdc_monitor.sources.capture import read_capture
+
+    spark = get_spark()
+    records = read_capture(spark, paths).records.localCheckpoint()
+    n = records.count()
+    out: dict = {"records": n}
+    # a tree measured as --baseline may predate the session's capabilities (runtime/session.py)
+    session = {}
+    if "session" in inspect.signature(decode_records).parameters:
+        from cdc_monitor.runtime.session import capabilities
+
+        session = {"session": capabilities(spark)}
+    for name, frame in {"read": records.select(F.col("value").cast("string"), F.col("key").cast("string")),
+                        "decode": decode_records(records, **session)}.items():
+        frame.write.format("noop").mode("overwrite").save()  # warm
+        times, cpu = [], _cpu_seconds()
+        for _ in range(runs):
+            started = time.perf_counter()
+            frame.write.format("noop").mode("overwrite").save()
+            times.append(time.perf_counter() - started)
+        out[name] = {"best_s": round(min(times), 2), "cpu_us": round((_cpu_seconds() - cpu) / runs / n * 1e6, 1)}
+    print(json.dumps(out))
+
+
+def jvm_floor(paths: list[str], runs: int) -> dict:
+    import pyspark
+
+    (core,) = (Path(pyspark.__file__).parent / "jars").glob("jackson-core-*.jar")
+    if shutil.which("javac") is None:
+        raise SystemExit("benchmarks decode: DecodeFloor.java needs a JDK (javac)")
+    with tempfile.TemporaryDirectory() as classes:
+        subprocess.run(["javac", "-nowarn", "-cp", str(core), "-d", classes, str(HERE / "benchmarks" / "jvm" / "DecodeFloor.java")],
+                       check=True)
+        out = subprocess.run(["java", "-cp", f"{classes}{os.pathsep}{core}", "DecodeFloor", str(runs), *paths],
+                             check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@measurement("decode")
+def decode(opts: Namespace) -> None:
+    """The decoder's CPU per record, warm, beside reading alone and a one-thread Jackson floor."""
+    paths = capture("mixed", opts.events[0])
+    got = {k: child("benchmarks.decode:child_rates", paths, max(opts.rounds, 2), tree=t).json() for k, t in trees(opts).items()}
+    floor = jvm_floor(paths, 3)
+    table(f"{got['scan']['records']:,} records, warm, best of {max(opts.rounds, 2)}; the one-thread Jackson floor: "
+          f"{json.dumps(floor)}", ["tree", "read: CPU/record (us)", "read: best (s)", "decode: CPU/record (us)", "decode: best (s)"],
+          [[k, r["read"]["cpu_us"], r["read"]["best_s"], r["decode"]["cpu_us"], r["decode"]["best_s"]] for k, r in got.items()])
