@@ -8,7 +8,7 @@ rows of the finding contract (``finding_sql``). ``findings_frame`` joins the che
 into one ``WITH ... SELECT ... UNION ALL ...`` statement and runs it through ``spark.sql`` with the
 relations as frames (``{events}``, ``{lag_scope}``) and the window's facts as named parameters
 (``:name``): one call, one analysis. The six checks written so, planned with their union, warm:
-0.55-0.62 s against 1.25-1.41 s as frames (``benchmarks.sql_checks``; docs/performance.md).
+0.55-0.62 s against 1.25-1.41 s as frames (measured with the retired ``benchmarks.sql_checks``, in git).
 
 Braces are placeholders (Python's ``str.format``): a literal brace in a check's text is doubled.
 The text is the project's own: relation and column names it defines, its constants (``lit``). A

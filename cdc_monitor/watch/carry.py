@@ -79,7 +79,7 @@ STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreP
 # benchmarks.watch_keys --traffic --bytes, 922 -> 606 checkpoint bytes a state row), no micro-batches
 # without data (with processing-time timeouts Spark would otherwise run an empty batch at every
 # trigger; idle keys time out at the next batch with data), and the last 10 batches' state and
-# offsets kept in the checkpoint instead of Spark's 100 (a restart needs the last one; benchmarks.soak:
+# offsets kept in the checkpoint instead of Spark's 100 (a restart needs the last one; python -m benchmarks soak:
 # 10 minutes of steady traffic grew the checkpoint 4.6 MB in the middle third and 17.5 MB in the
 # last, to 23.8 MB, with 100).
 STREAM_CONF = {
