@@ -104,8 +104,9 @@ def _foreign_message(when: Column, n: Column) -> Column:
         "source time, lag and positions are not judged"))
 
 
-def _counted(before: str, after: str) -> Callable[[Column, Column], Column]:
-    return lambda _when, n: F.concat(F.lit(before), n.cast("string"), F.lit(after))
+def _counted(after: str) -> Callable[[Column, Column], Column]:
+    """A message that is the count, then ``after``."""
+    return lambda _when, n: F.concat(n.cast("string"), F.lit(after))
 
 
 def topic_findings(events: DataFrame) -> DataFrame:
@@ -117,16 +118,16 @@ def topic_findings(events: DataFrame) -> DataFrame:
                                                                 F.col("source")["connector"]))))
     values, foreign, unknown, avro_json = _topic_conditions()
     per_rule: dict[str, tuple[Column, Callable[[Column, Column], Column]]] = {  # rule -> (which records, message)
-        NON_ENVELOPE_VALUES.name: (values, _counted("", (
+        NON_ENVELOPE_VALUES.name: (values, _counted(
             " value(s) are not Debezium change events (no op, source, before or after: flattened rows such as "
-            "ExtractNewRecordState's, or wrapper objects); the checks need Debezium's envelope"))),
+            "ExtractNewRecordState's, or wrapper objects); the checks need Debezium's envelope")),
         NON_DEBEZIUM_PRODUCER.name: (foreign, _foreign_message),
         UNKNOWN_CONNECTOR.name: (unknown, lambda _when, n: F.concat(
             F.lit("source.connector "), connectors, F.lit(" has no connector-specific rules: "), n.cast("string"),
             F.lit(" event(s) judged by the generic rules only"))),
-        AVRO_JSON_VALUES.name: (avro_json, _counted("", (
+        AVRO_JSON_VALUES.name: (avro_json, _counted(
             " value(s) are Avro's JSON encoding (unions wrapped, as kcat -s avro and kafka-avro-console-consumer print "
-            "them): read as --avro-json reads them (--no-avro-json: as plain JSON)"))),
+            "them): read as --avro-json reads them (--no-avro-json: as plain JSON)")),
     }
     pos = F.struct("partition", "offset", "record_ts_ms")  # (the first: by partition and offset)
     per_topic = events.where(topic_flagged()).groupBy("topic").agg(
