@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from cdc_monitor.decoding.events import TS_MAX_MS, TS_MIN_MS, valid_ts_us
+from cdc_monitor.decoding.events import TS_MAX_MS, TS_MIN_MS, foreign_producer, valid_ts_us
 from cdc_monitor.vocabulary import Rule, Severity
 
 if TYPE_CHECKING:
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 LAG_SPIKE = Rule("lag_spike", "lag", Severity.WARNING, "table", "lag above the table's threshold (one finding per run of events)")
 NEGATIVE_LAG = Rule("negative_lag", "lag", Severity.WARNING, "record", "ts_ms before source.ts_ms (clock skew)")
 INVALID_SOURCE_TS = Rule("invalid_source_ts", "lag", Severity.WARNING, "record",
-    "source timestamp missing or outside 2000..2100 (change events; on snapshot reads, present and outside)")
+    "source timestamp not an integer ms time in 2000..2100 (change events and snapshot records: op r, or any op "
+    "source.snapshot marks; a source without a time is non_debezium_producer's)")
 INVALID_EVENT_TS = Rule("invalid_event_ts", "lag", Severity.WARNING, "record",
     "ts_ms present but not an integer ms time in 2000..2100 (e.g. nanoseconds): the event is left out of lag")
 RULES = (LAG_SPIKE, NEGATIVE_LAG, INVALID_SOURCE_TS, INVALID_EVENT_TS)
@@ -70,16 +71,11 @@ def _valid_event_ts() -> Column:
     return F.expr(VALID_EVENT_TS)
 
 
-def _from_source() -> Column:
-    """The event has a source block: a producer without one (schema's non_debezium_producer) has no
-    source time to judge or measure lag from."""
-    return F.col("source").isNotNull()
-
-
-def _judged_read() -> Column:
-    """A snapshot read (op r) whose source time is present: judged like a change event's (a time of 0
-    on r rows is as implausible); a read without one is not (some connectors' reads carry none)."""
-    return F.col("snapshot_event") & (F.col("op") == "r") & F.col("source_ts_raw").isNotNull()
+def _judged() -> Column:
+    """The events whose source time is judged (``invalid_source_ts``, java/Verdicts.java): change events
+    and snapshot records (op r, or any op a source.snapshot flag marks: left out of lag, but a time of
+    0 is as implausible), Debezium's: another producer's (schema's non_debezium_producer) is not."""
+    return (F.col("change_event") | F.col("snapshot_event")) & ~foreign_producer()
 
 
 def _record_lag_ms() -> Column:
@@ -123,7 +119,7 @@ def lag_table(events: DataFrame) -> DataFrame:
     valid = _valid_source_ts()
     lagged = decoded_data(events).select(
         *GROUP, change.alias("change"), F.col("snapshot_event").alias("snap"),
-        F.when((change | _judged_read()) & _from_source(), valid).alias("source_ts_valid"),
+        F.when(_judged(), valid).alias("source_ts_valid"),
         F.when(change & valid & _valid_event_ts(), lag_us()).alias("lag_us"),
         F.when(change & valid, _record_lag_ms()).alias("record_lag_ms"),
         F.when(change & valid, F.col("source_ts_ms")).alias("valid_source_ts_ms"),

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.findings import MAX_OFFSETS, dynamic_finding
-from cdc_monitor.decoding.events import non_envelope
+from cdc_monitor.decoding.events import foreign_producer, non_envelope
 from cdc_monitor.vocabulary import UNKNOWN_FLAVOUR, Rule, Severity
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import Column, DataFrame
 
 KEY_SCHEMA_NAME_MISMATCH = Rule("key_schema_name_mismatch", "schema", Severity.ERROR, "record",
@@ -44,8 +46,9 @@ NON_ENVELOPE_VALUES = Rule("non_envelope_values", "schema", Severity.WARNING, "t
 UNKNOWN_CONNECTOR = Rule("unknown_connector", "schema", Severity.INFO, "table",
     "source.connector names a connector without known rules: generic rules only")
 NON_DEBEZIUM_PRODUCER = Rule("non_debezium_producer", "schema", Severity.INFO, "table",
-    "a topic's change events carry no source block (another producer writing Debezium's envelope): one note per "
-    "topic with the count; source-based rules (source fields, source time, lag, positions) are skipped for them")
+    "a topic's change events are another producer's in Debezium's envelope: no source block, a source block with "
+    "neither connector nor version, or one without a time (ts_ms): one note per topic naming what they lack, with "
+    "the count; source-based rules (source fields, source time, lag, positions) are skipped for them")
 AVRO_JSON_VALUES = Rule("avro_json_values", "decode", Severity.INFO, "table",
     "a topic's values are Avro's JSON encoding (unions wrapped, as kcat -s avro and kafka-avro-console-consumer print "
     "them), recognised without --avro-json and read as it reads them: one note per topic with the count")
@@ -66,11 +69,12 @@ SCHEMA_RULES = (NON_OPTIONAL_NULL, TYPE_MISMATCH, INVALID_AVRO_NAME, KEY_SCHEMA_
 # -- per-topic rules ---------------------------------------------------------------------------
 def _topic_conditions() -> tuple[Column, ...]:
     """Which records each per-topic rule counts (``topic_findings``, in that order): data events whose
-    values are not envelopes, events without a source block, events of a connector without known
-    rules; and records of any kind read from Avro's JSON encoding (the decoder recognised it)."""
+    values are not envelopes, change events another producer wrote in Debezium's envelope, events of a
+    connector without known rules; and records of any kind read from Avro's JSON encoding (the decoder
+    recognised it)."""
     data = F.col("data_event")
-    return (data & non_envelope(), F.col("envelope") & F.col("source").isNull(),
-            data & (F.col("flavour") == UNKNOWN_FLAVOUR), F.coalesce(F.col("avro_json"), F.lit(False)))
+    return (data & non_envelope(), foreign_producer(), data & (F.col("flavour") == UNKNOWN_FLAVOUR),
+            F.coalesce(F.col("avro_json"), F.lit(False)))
 
 
 def topic_flagged() -> Column:
@@ -78,25 +82,50 @@ def topic_flagged() -> Column:
     return reduce(or_, _topic_conditions())
 
 
+def _foreign_kinds() -> tuple[tuple[Column, str], ...]:
+    """What a foreign producer's change event lacks (``foreign_producer``'s cases, each event in one),
+    as the note names it."""
+    source = F.col("source")
+    anonymous = source["connector"].isNull() & source["version"].isNull()
+    timeless = F.col("source_ts_raw").isNull()
+    return ((source.isNull(), "no source block"),
+            (source.isNotNull() & anonymous & timeless, "a source block with neither connector, version nor a time"),
+            (source.isNotNull() & anonymous & ~timeless, "a source block with neither connector nor version"),
+            (source.isNotNull() & ~anonymous & timeless, "a source block without a time (ts_ms)"))
+
+
+def _foreign_message(when: Column, n: Column) -> Column:
+    """The note's message: the count, what the events lack (each case's count where the topic has several), why."""
+    kinds = [(F.sum((when & case).cast("int")), text) for case, text in _foreign_kinds()]
+    return F.concat(n.cast("string"), F.lit(" change event(s) carry "), F.concat_ws("; ", *[
+        F.when(count == n, F.lit(text)).when(count > 0, F.concat(F.lit(text + " ("), count.cast("string"), F.lit(")")))
+        for count, text in kinds]), F.lit(
+        ": written by a producer other than Debezium (a stream processor's Debezium-format sink?); their source fields, "
+        "source time, lag and positions are not judged"))
+
+
+def _counted(after: str) -> Callable[[Column, Column], Column]:
+    """A message that is the count, then ``after``."""
+    return lambda _when, n: F.concat(n.cast("string"), F.lit(after))
+
+
 def topic_findings(events: DataFrame) -> DataFrame:
     """Once per topic, not per record: values that are not Debezium envelopes (thousands of
-    identical per-record errors otherwise), connectors without known rules, values read from
-    Avro's JSON encoding. One aggregate; the finding sits at the topic's first such record and
-    lists the first offsets."""
+    identical per-record errors otherwise), another producer's change events, connectors without
+    known rules, values read from Avro's JSON encoding. One aggregate; the finding sits at the topic's
+    first such record and lists the first offsets."""
     connectors = F.to_json(F.array_sort(F.collect_set(F.when(F.col("flavour") == UNKNOWN_FLAVOUR,
                                                                 F.col("source")["connector"]))))
-    values, sourceless, unknown, avro_json = _topic_conditions()
-    per_rule = {  # rule -> (which records, message before their count, message after it)
-        NON_ENVELOPE_VALUES.name: (values, F.lit(""), F.lit(
+    values, foreign, unknown, avro_json = _topic_conditions()
+    per_rule: dict[str, tuple[Column, Callable[[Column, Column], Column]]] = {  # rule -> (which records, message)
+        NON_ENVELOPE_VALUES.name: (values, _counted(
             " value(s) are not Debezium change events (no op, source, before or after: flattened rows such as "
             "ExtractNewRecordState's, or wrapper objects); the checks need Debezium's envelope")),
-        NON_DEBEZIUM_PRODUCER.name: (sourceless, F.lit(""), F.lit(
-            " change event(s) carry no source block: written by a producer other than Debezium (a stream processor's "
-            "Debezium-format sink?); their source fields, source time, lag and positions are not judged")),
-        UNKNOWN_CONNECTOR.name: (unknown,
-                              F.concat(F.lit("source.connector "), connectors, F.lit(" has no connector-specific rules: ")),
-                              F.lit(" event(s) judged by the generic rules only")),
-        AVRO_JSON_VALUES.name: (avro_json, F.lit(""), F.lit(
+        NON_DEBEZIUM_PRODUCER.name: (foreign, _foreign_message),
+        UNKNOWN_CONNECTOR.name: (unknown, lambda _when, n: F.concat(
+            F.lit("source.connector "), connectors, F.lit(" has no connector-specific rules: "), n.cast("string"),
+            F.lit(" event(s) judged by the generic rules only"))),
+        AVRO_JSON_VALUES.name: (avro_json, _counted(
             " value(s) are Avro's JSON encoding (unions wrapped, as kcat -s avro and kafka-avro-console-consumer print "
             "them): read as --avro-json reads them (--no-avro-json: as plain JSON)")),
     }
@@ -106,8 +135,8 @@ def topic_findings(events: DataFrame) -> DataFrame:
         F.array(*[F.when(F.sum(when.cast("int")) > 0, F.struct(
             F.lit(rule).alias("rule"), F.min(F.when(when, pos)).alias("at"),
             F.slice(F.sort_array(F.collect_list(F.when(when, pos))), 1, MAX_OFFSETS)["offset"].alias("offsets"),
-            F.concat(before, F.sum(when.cast("int")).cast("string"), after).alias("message")))
-            for rule, (when, before, after) in per_rule.items()]).alias("found"),
+            message(when, F.sum(when.cast("int"))).alias("message")))
+            for rule, (when, message) in per_rule.items()]).alias("found"),
     )
     return per_topic.select("topic", "server", F.explode("found").alias("f")).where(F.col("f").isNotNull()).select(
         *dynamic_finding(F.col("f.rule"), TOPIC_RULES, F.col("f.message"), topic=F.col("topic"), partition=F.col("f.at.partition"),

@@ -10,6 +10,9 @@ Per transaction-topic partition, in offset order:
   ``unverifiable``: some of its events may lie before the window): ``count_mismatch`` (END.event_count vs distinct data events seen),
   ``collection_count_mismatch`` (END.data_collections vs events per table), ``order_gap``
   (total_order / data_collection_order not 1..n; at the first data event out of sequence).
+- An END of any other status (its BEGIN unmatched, or events perhaps before the window) counted fewer
+  events than were seen, in total or in a collection it lists: ``count_mismatch`` /
+  ``collection_count_mismatch`` all the same (what the window misses only adds to what was seen).
 Copies of a data event count once here: exact re-deliveries, and the events a connector sends
 again after a restart (the same change with a new ``ts_ms``; the ordering check reports both, as
 ``duplicate`` and ``replayed_after_restart``). Their re-sent BEGIN/END markers pair as the first ones did: a
@@ -46,9 +49,11 @@ MISSING_END = Rule(TxStatus.MISSING_END.value, "transactions", Severity.ERROR, "
     "a BEGIN followed by another BEGIN without its END")
 MISSING_BEGIN = Rule(TxStatus.MISSING_BEGIN.value, "transactions", Severity.ERROR, "transaction", "an END without its BEGIN")
 COUNT_MISMATCH = Rule("count_mismatch", "transactions", Severity.ERROR, "transaction",
-    "END.event_count differs from the data events seen")
+    "END.event_count differs from the data events seen (copies once); below them whatever else the transaction "
+    "lacks (an unmatched BEGIN, events before the window)")
 COLLECTION_COUNT_MISMATCH = Rule("collection_count_mismatch", "transactions", Severity.ERROR, "transaction",
-    "END.data_collections differs per collection")
+    "END.data_collections differs per collection; below a listed collection's events whatever else the "
+    "transaction lacks")
 ORDER_GAP = Rule("order_gap", "transactions", Severity.ERROR, "transaction", "total_order/data_collection_order not 1..n")
 ORPHAN_EVENT = Rule("orphan_event", "transactions", Severity.WARNING, "transaction",
     "transaction id on no BEGIN/END covering its time")
@@ -185,10 +190,18 @@ def transaction_check(events: DataFrame, ctx: CheckContext) -> TransactionResult
         F.map_keys(F.coalesce(F.col("seen_by_collection"), F.create_map().cast("map<string,bigint>"))),
         lambda t: ~F.exists(F.coalesce(F.col("collections"), F.array()), lambda c: c["data_collection"] == t),
     )
+    # more events than an END counts (in total, or in a collection it lists) is a mismatch whatever else the
+    # window lacks: events outside it, or an unmatched BEGIN (a marker with no id), only add to what was seen.
+    # Fewer, or a collection it does not list (its name perhaps spelled otherwise: the collection is then not
+    # read), is one only for a complete transaction
+    coll_over = F.exists(F.coalesce(F.col("collections"), F.array()), lambda c: c["event_count"] < F.coalesce(
+        F.element_at(F.col("seen_by_collection"), c["data_collection"]), F.lit(0)))
+    ended = F.col("end_offset").isNotNull()
     txns = ctx.placement.keep(
-        txns.withColumn(COUNT_MISMATCH.name, complete & F.col("event_count").isNotNull() & (F.col("event_count") != F.col("seen")))
-        .withColumn(COLLECTION_COUNT_MISMATCH.name, complete & F.col("collections").isNotNull()
-                    & ((F.size(coll_diff) > 0) | (F.size(seen_not_listed) > 0)))
+        txns.withColumn(COUNT_MISMATCH.name, ended & F.col("event_count").isNotNull() & (
+            (complete & (F.col("event_count") != F.col("seen"))) | (F.col("event_count") < F.col("seen"))))
+        .withColumn(COLLECTION_COUNT_MISMATCH.name, ended & F.col("collections").isNotNull() & (
+            (complete & ((F.size(coll_diff) > 0) | (F.size(seen_not_listed) > 0))) | coll_over))
         .withColumn("coll_diff", coll_diff)
         .withColumn(ORDER_GAP.name, complete & F.col("brk").isNotNull())
     )

@@ -134,6 +134,17 @@ def non_envelope() -> Column:
             & ~F.col("has_message"))
 
 
+def foreign_producer() -> Column:
+    """A change event in Debezium's envelope written by another producer: no source block, a source
+    block naming neither ``connector`` nor ``version`` (Debezium's names both), or one without a source
+    time (Debezium's always has ts_ms; dtle's ts_sec, Cassandra's ts_micro). Its source-based rules
+    (source fields, source time, positions) are not judged; schema's ``non_debezium_producer`` notes
+    it once per topic. The decoder's ``foreignProducer`` (java/Decoded.java) is the same three cases."""
+    source = F.col("source")
+    return F.col("envelope") & (source.isNull() | (source["connector"].isNull() & source["version"].isNull())
+                                | F.col("source_ts_raw").isNull())
+
+
 def valid_source_ts(col: Column) -> Column:
     """A valid source timestamp: an integer between 2000-01-01 and 2100-01-01 (ms)."""
     return col.isNotNull() & (col >= TS_MIN_MS) & (col < TS_MAX_MS)

@@ -335,6 +335,18 @@ final class Decoded {
         return dataEvent() && !(e.op == null && e.source == null && e.before == null && e.after == null && e.message == null);
     }
 
+    /**
+     * A change event written in Debezium's envelope by another producer (checks/schema.py's
+     * {@code foreign_producer}, the same three cases): no source block, a source block with neither
+     * {@code connector} nor {@code version} (Debezium's always names both), or one without a source
+     * time (Debezium's always has ts_ms; dtle's ts_sec, Cassandra's ts_micro). Its source-based rules
+     * are not judged: one note a topic says so instead.
+     */
+    boolean foreignProducer() {
+        return envelope() && (e.source == null
+                || (e.source(cfg, "connector") == null && e.source(cfg, "version") == null) || sourceTsRaw == null);
+    }
+
     boolean snapshotEvent() {
         return dataEvent() && ("r".equals(e.op) || snapshot);
     }

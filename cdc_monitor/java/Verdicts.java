@@ -152,21 +152,22 @@ final class Verdicts {
         return String.format(Locale.US, "%.3f", us / 1000.0).replaceAll("\\.?0+$", "");
     }
 
+    /** A change event's or a snapshot record's source time (op r, or any op a source.snapshot flag marks: a
+     * snapshot's times are times too, though left out of lag); not a foreign producer's (no source time). */
     private void lag() {
         boolean change = d.changeEvent();
-        boolean judgedRead = d.snapshotEvent() && "r".equals(e.op) && d.sourceTsRaw != null;
+        boolean debezium = !d.foreignProducer();
         boolean valid = validMs(d.sourceTsMs, d.sourceTsRaw);
-        if ((change || judgedRead) && e.source != null && !valid) {
+        if ((change || d.snapshotEvent()) && debezium && !valid) {  // (a Debezium source has a time)
             String hint = unitHint(d.sourceTsRaw);
-            add(INVALID_SOURCE_TS, "source timestamp " + (d.sourceTsRaw == null ? "missing" : d.sourceTsRaw)
-                    + " is not an integer ms time between 2000 and 2100"
+            add(INVALID_SOURCE_TS, "source timestamp " + d.sourceTsRaw + " is not an integer ms time between 2000 and 2100"
                     + (hint == null ? "" : ": it looks like " + hint + ", not milliseconds"));
         }
         if (!change) {
             return;
         }
         boolean validEvent = validMs(d.tsMs, e.tsMs);
-        if (valid && validEvent) {
+        if (valid && validEvent && debezium) {
             long lag = validUs(d.tsUs) && validUs(d.sourceTsUs) ? d.tsUs - d.sourceTsUs : (d.tsMs - d.sourceTsMs) * 1000;
             if (lag < 0) {
                 add(NEGATIVE_LAG, "lag " + msText(lag) + " ms: ts_ms before source.ts_ms (clock skew?)");
@@ -193,7 +194,8 @@ final class Verdicts {
         if (ba != null) {
             add(BEFORE_AFTER_MISMATCH, ba);
         }
-        String missing = missingSource();
+        boolean debezium = !d.foreignProducer();  // (its source fields and positions not judged)
+        String missing = debezium ? missingSource() : "";
         if (!missing.isEmpty()) {
             add(MISSING_SOURCE_FIELD, "source lacks " + missing + " (" + (d.flavour == null ? "unknown connector" : d.flavour) + ")");
         }
@@ -203,8 +205,8 @@ final class Verdicts {
                 add(KEY_PAYLOAD_MISMATCH, "key differs from the row in " + diff);
             }
         }
-        String bad = badPositions();
-        if (e.source != null && !bad.isEmpty()) {
+        String bad = debezium ? badPositions() : "";
+        if (!bad.isEmpty()) {
             add(INVALID_POSITION, "source position field(s) of the wrong form: " + bad + " (" + d.flavour + ")");
         }
     }
