@@ -224,7 +224,8 @@ final class KeyHistory {
     }
 
     private static boolean change(Row r) {
-        return DATA_KIND.equals(r.getString(Carry.F_KIND)) && CHANGE_OPS.contains(r.getString(Carry.F_OP));
+        String op = r.getString(Carry.F_OP);  // (null on a tombstone: Set.of refuses to look a null up)
+        return DATA_KIND.equals(r.getString(Carry.F_KIND)) && op != null && CHANGE_OPS.contains(op);
     }
 
     /**

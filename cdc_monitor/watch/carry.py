@@ -7,7 +7,8 @@ it belongs to, on the JVM (``Carry.java``, a ``flatMapGroupsWithState`` shipped 
 (``ctx``) names the kind:
 
 - ``K`` topic, key: the key's last ``key_history`` records in each partition (per-key rules judge
-  new records against them; a key found in several partitions of its topic is one group). A
+  new records against them; a key found in several partitions of its topic is one group; the older
+  ones thin: place, times, op, flags and ``content_hash``, ``KeyHistory.whole``). A
   key idle for ``key_ttl_ms`` of processing time times out: its history is dropped and its
   partitions reported ``evicted`` (first-record rules are no longer judged there) (``KeyHistory.java``).
 - ``P`` topic, partition: records with no key history (markers, heartbeats, undecodable ...): no
@@ -23,7 +24,8 @@ it belongs to, on the JVM (``Carry.java``, a ``flatMapGroupsWithState`` shipped 
   at most ``await_ms`` of wall time; the newest record time per data partition is kept for this
   (``ServerContext.java``).
 - ``L`` server, table: a copy of every change event with a lag: keeps the newest, so a lag spike
-  crossing a batch boundary is judged once.
+  crossing a batch boundary is judged once (an input partition shuffles only what it reads: its
+  newest and, per topic partition, its lowest offset: ``Carry.fewerTails``).
 
 Each new record is emitted once (role ``new``, by its K or P group) with the context the groups hold
 (``carried``, ``candidate``, ``tail``) and two facts: ``final`` (a new event of a transaction
