@@ -199,7 +199,8 @@ def test_tail_keeps_the_newest_change_event_per_table(spark):
 
 
 @pytest.mark.parametrize("old", [None, "state beside the checkpoint", "one Python operator", "a Python server operator",
-                                 "whole records as state", "Spark's checkpoint only", "this layout"])
+                                 "whole records as state", "facts in the earlier format", "Spark's checkpoint only",
+                                 "this layout"])
 def test_a_checkpoint_of_the_earlier_format_is_refused_before_spark(tmp_path, old):
     state = tmp_path / "cdc-state"
     state.mkdir()
@@ -213,6 +214,9 @@ def test_a_checkpoint_of_the_earlier_format_is_refused_before_spark(tmp_path, ol
     elif old == "whole records as state":  # (Carry.VERSION 1: the JVM operator holding whole Kafka records)
         (state / "state.json").write_text("{}")
         (state / "layout").write_text("3\n")
+    elif old == "facts in the earlier format":  # (Carry.VERSION 2: every kept record's facts whole)
+        (state / "state.json").write_text("{}")
+        (state / "layout").write_text("4\n")
     elif old == "Spark's checkpoint only":
         (tmp_path / "spark" / "commits").mkdir(parents=True)
         (tmp_path / "spark" / "commits" / "0").write_text("v1\n{}")
@@ -227,6 +231,8 @@ def test_a_checkpoint_of_the_earlier_format_is_refused_before_spark(tmp_path, ol
         assert "Python operator" in result.output and len(result.output.strip().splitlines()) == 1
     if old == "whole records as state":
         assert "whole Kafka records" in result.output and len(result.output.strip().splitlines()) == 1
+    if old == "facts in the earlier format":
+        assert "earlier format" in result.output and len(result.output.strip().splitlines()) == 1
 
 
 def test_a_state_of_another_format_version_is_refused_with_what_to_do(spark):
@@ -234,15 +240,21 @@ def test_a_state_of_another_format_version_is_refused_with_what_to_do(spark):
     g = Group(spark)
     g([marker(0, "BEGIN", "1", 100)], now=0.0)
     kept = jvm.cdcmonitor.Carry.pack(g.state, jvm.cdcmonitor.Carry.SSTATE)
-    assert jvm.cdcmonitor.Carry.checked(kept).getInt(0) == jvm.cdcmonitor.Carry.VERSION == STATE_VERSION == 2
+    assert jvm.cdcmonitor.Carry.checked(kept).getInt(0) == jvm.cdcmonitor.Carry.VERSION == STATE_VERSION == 3
     # version 1: the operator that held whole Kafka records (its state had 8 fields, the version first)
     fields = spark.sparkContext._gateway.new_array(jvm.java.lang.Object, 8)
     fields[0] = 1
     other = jvm.org.apache.spark.sql.RowFactory.create(fields)
-    with pytest.raises(Exception, match=r"format version 1, this cdc-monitor reads version 2: start watch with a new --checkpoint"):
+    with pytest.raises(Exception, match=r"format version 1, this cdc-monitor reads version 3: start watch with a new --checkpoint"):
         jvm.cdcmonitor.Carry.checked(other)
-    with pytest.raises(Exception, match=r"format version 1, this cdc-monitor reads version 2"):
+    with pytest.raises(Exception, match=r"format version 1, this cdc-monitor reads version 3"):
         jvm.cdcmonitor.Carry.unpack(other, jvm.cdcmonitor.Carry.SSTATE)
+    # version 2: the same facts in the earlier bytes (version, bytes), as version 3 keeps them
+    two = spark.sparkContext._gateway.new_array(jvm.java.lang.Object, 2)
+    two[0], two[1] = 2, kept.get(1)
+    earlier = jvm.org.apache.spark.sql.RowFactory.create(two)
+    with pytest.raises(Exception, match=r"format version 2, this cdc-monitor reads version 3: start watch with a new --checkpoint"):
+        jvm.cdcmonitor.Carry.unpack(earlier, jvm.cdcmonitor.Carry.SSTATE)
 
 
 # A checkpoint written by the watch before this operator (5cea2be: the server and table groups in a
@@ -267,3 +279,39 @@ def test_a_checkpoint_written_before_the_jvm_context_is_refused_in_one_line(tmp_
     assert "start watch with a new --checkpoint folder" in lines[0]
     if kept == "whole":
         assert "Python operator" in lines[0]
+
+
+def test_a_keys_state_round_trips_in_a_few_dozen_bytes_a_record(spark):
+    """A K group's state as the operator keeps it (``Codec``, the group's key as context) reads back
+    equal, whatever its texts (integers, texts ending in one, parts of the key, others, non-ASCII) and
+    absent fields; a key's records and a server's finished ids cost a few bytes each."""
+    jvm = spark._jvm
+    carry = jvm.cdcmonitor.Carry
+    ctx = "K\u001fmysql_server_1.inventory.customers\u001f{\"id\":7}"
+    records = []
+    for i in range(3):
+        records.append({
+            "partition": 2, "offset": 1_000 + 3 * i, "record_ts_ms": 1_767_225_603_000 + 40 * i,
+            "ts_ms": 1_767_225_603_200 + 40 * i, "ts_ms_raw": str(1_767_225_603_200 + 40 * i), "kind": "data",
+            "server": "mysql_server_1", "table": "inventory.customers", "op": "cu"[min(i, 1)], "snapshot": False,
+            "snapshot_marker": "false", "txn_id": f"3e11fa47-71ca-11e1-9e33-c80aa9429562:{20 + i}",
+            "txn_total_order": 1 + i, "position": [3, 154 + 90 * i, None], "flavour": "mysql", "has_source": True,
+            "before": None if i == 0 else str(-4_611_686_018_427_387_904 + i), "after": f"ä€-{i}",
+            "value_schema_hash": 8_070_450_532_247_928_832, "data_event": True, "change_event": True,
+            "snapshot_event": False, "content_hash": -1_234_567_890_123 * (i + 1), "source_lsn": "0001:x00",
+        })
+    kstate = schema(carry.KSTATE)
+    row = (1_767_225_700_000, [tuple(r.get(f.name) for f in kstate["h"].dataType.elementType.fields) for r in records], [0])
+    j = spark.createDataFrame([row], kstate)._jdf.collectAsList().get(0)
+    kept = carry.pack(j, carry.KSTATE, ctx)
+    back = py_rows(spark, [carry.unpack(kept, carry.KSTATE, ctx)], carry.KSTATE)[0]
+    assert back == spark.createDataFrame([row], kstate).collect()[0]
+    assert len(kept.get(1)) <= 3 * 80  # (its GTID prefix once; as whole texts and 64-bit longs: about 600 bytes)
+    # a server's finished transaction ids: MySQL GTIDs and PostgreSQL txIds, a few bytes each
+    sstate = schema(carry.SSTATE)
+    for ids in ([f"3e11fa47-71ca-11e1-9e33-c80aa9429562:{n}" for n in range(5_000, 6_000)],
+                [str(n) for n in range(571, 1_571)]):
+        j = spark.createDataFrame([([], ids, 5, [], [])], sstate)._jdf.collectAsList().get(0)
+        kept = carry.pack(j, carry.SSTATE, "S\u001fs")
+        assert py_rows(spark, [carry.unpack(kept, carry.SSTATE, "S\u001fs")], carry.SSTATE)[0]["final"] == ids
+        assert len(kept.get(1)) <= 4 * len(ids)  # (as whole texts: 4-42 bytes each)

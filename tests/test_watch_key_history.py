@@ -85,6 +85,34 @@ def test_a_key_carries_its_last_records_per_partition_across_batches_and_a_resta
     assert new["key"] == '{"id":1}' and new["rest"] == {"value_text": "\xff{v}"}
 
 
+def test_a_keys_older_records_are_kept_thin_and_their_copies_still_found(spark, tmp_path):
+    """Of a key's kept records, the newest and its newest change event that copies none keep their facts;
+    older ones only their place, times, op and content digest (``content_hash``). Carried again, a thin
+    record shows the content fields of a record of the batch with its digest (so the checks find that
+    record a copy of it, as from its own fields), else a stand-in only records of its digest share."""
+    cfg = CarrySettings(key_history=3, key_ttl_ms=3_600_000)
+
+    def data(offset: int, content: int, after: str) -> dict:
+        return {**rec(KEY, 0, offset), "content_hash": content, "after": after, "position": [offset, 1],
+                "txn_id": f"tx{offset}", "txn_total_order": offset}
+
+    batches = [[data(1, 11, "-1"), data(2, 22, "-2"), data(3, 33, "-3")],
+               [{**data(4, 11, "-1"), "position": [1, 1], "txn_id": "tx1", "txn_total_order": 1}]]
+    got = run(spark, tmp_path / "in", tmp_path / "ckpt", batches, 0, cfg)
+    carried = {r["offset"]: r.asDict() for r in got[1] if r["role"] == "carried"}
+    assert sorted(carried) == [1, 2, 3]
+    content = ("before", "after", "position", "value_hash", "txn_total_order", "update_hash")
+    # offset 1: thin, its content as the new copy's (its own: the copy has the same digest)
+    assert {c: carried[1][c] for c in content} == {**dict.fromkeys(content), "after": "-1", "position": [1, 1],
+                                                  "txn_total_order": 1}
+    # offset 2: thin, no record of the batch with its content: a stand-in
+    assert {c: carried[2][c] for c in content} == {**dict.fromkeys(content), "before": "~22"}
+    assert carried[2]["txn_id"] is None and (carried[2]["op"], carried[2]["ts_ms_raw"]) == ("u", "2005")
+    # offset 3: the newest, every fact but its transaction id (the server group's copy of an event has it)
+    assert (carried[3]["after"], carried[3]["position"], carried[3]["txn_total_order"]) == ("-3", [3, 1], 3)
+    assert carried[3]["txn_id"] is None
+
+
 def test_idle_keys_are_evicted_and_other_groups_carried(spark, tmp_path):
     cfg = CarrySettings(key_history=3, key_ttl_ms=1, transaction_servers=("dbserver1",))
     server, lag = "S\u001fdbserver1", "L\u001fdbserver1\u001fdb.t"

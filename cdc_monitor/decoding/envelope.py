@@ -34,10 +34,10 @@ SOURCE_FIELDS = [
     "cluster", "ts_micro",
 ]
 
-# the source fields a check reads by name (checks/schema.py: connector; checks/source_block.py and
-# watch/carry.py: PostgreSQL's lsn and sequence): all the events frame keeps of the block (decoding/decoder.py's
-# NARROW), the rest judged inside the decoder. A check that reads another adds it here
-CHECKED_SOURCE_FIELDS = ("connector", "lsn", "sequence")
+# the source fields a check reads by name (checks/schema.py and events.foreign_producer: connector and version;
+# checks/source_block.py and watch/carry.py: PostgreSQL's lsn and sequence): all the events frame keeps of the
+# block (decoding/decoder.py's NARROW), the rest judged inside the decoder. A check that reads another adds it here
+CHECKED_SOURCE_FIELDS = ("connector", "version", "lsn", "sequence")
 SOURCE_SCHEMA = T.StructType([T.StructField(name, S) for name in SOURCE_FIELDS])
 
 TRANSACTION_BLOCK = T.StructType(

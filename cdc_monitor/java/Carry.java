@@ -51,8 +51,10 @@ import scala.jdk.javaapi.CollectionConverters;
 public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, Row, Row> {
     private static final long serialVersionUID = 2L;
 
-    /** The state's format: 2, narrow facts as compact bytes (1: whole Kafka records as Spark rows). */
-    public static final int VERSION = 2;
+    /** The state's format: 3, narrow facts as compact bytes, numbers against the previous record's, a key's
+     * older records as the facts its copies are found by ({@link KeyHistory}); 2: the same facts whole, numbers
+     * against the previous field's; 1: whole Kafka records as Spark rows. */
+    public static final int VERSION = 3;
 
     public static final String NEW = "new", CARRIED = "carried", CANDIDATE = "candidate", TAIL = "tail",
             FINAL = "final", EVICTED = "evicted", PENDING = "pending", CAPPED = "capped";
@@ -70,8 +72,8 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
      * A record's facts: where it is and what the checks read from it as context (the key pass, the
      * transaction and table passes, stalls, sequences, the census). Row images as one digest
      * ({@code before}/{@code after}: the digest where the image is present); the source block as its
-     * presence and PostgreSQL's {@code lsn} and {@code sequence}. Longs in an order that keeps
-     * neighbours close ({@link Codec}).
+     * presence and PostgreSQL's {@code lsn} and {@code sequence}; {@code content_hash}, a key's data
+     * event's content (not an events column: only {@link KeyHistory} reads it).
      */
     public static final StructType FACT = new StructType()
             .add("topic", S).add("partition", DataTypes.IntegerType).add("offset", L)
@@ -84,7 +86,7 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
             .add("status", S).add("marker_id", S).add("marker_key", S).add("marker_event_count", L)
             .add("marker_collections", DataTypes.createArrayType(COLLECTION)).add("update_hash", L)
             .add("value_hash", L).add("value_schema_hash", L).add("data_event", B).add("change_event", B)
-            .add("snapshot_event", B).add("envelope", B).add("has_message", B);
+            .add("snapshot_event", B).add("envelope", B).add("has_message", B).add("content_hash", L);
     /** The server and table groups' fields of a fed row (order_ts: its record time; an L row's: the event's ts_ms). */
     public static final StructType FIELDS = new StructType()
             .add("skind", S)
@@ -95,7 +97,11 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
             .add("event_count", L)
             .add("collections", DataTypes.createArrayType(COLLECTION));
     static final int N = FACT.size();
-    static final int F_TOPIC = 0, F_KEY = 10, F_KEY_PAYLOAD = FACT.fieldIndex("key_payload");
+    static final int F_TOPIC = 0, F_KEY = 10, F_KEY_PAYLOAD = FACT.fieldIndex("key_payload"),
+            F_KIND = FACT.fieldIndex("kind"), F_OP = FACT.fieldIndex("op");
+    /** A data event's content as the checks' copies compare it (checks/ordering.py's CONTENT_HASH, over the
+     * digests; K rows only): what a key's older records keep of their content ({@link KeyHistory}). */
+    static final int F_CONTENT = FACT.fieldIndex("content_hash");
     /** The input's last column: the record's other decoded columns (a struct, carry.py's). */
     static final int REST = 1 + N + FIELDS.size();
 
@@ -116,11 +122,12 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
             .add("ts", L);
     /** A held L row: the record's facts and its order (the event's ts_ms). */
     public static final StructType TAIL_ROW = concat(FACT, new StructType().add("order_ts", L));
-    /** A K group: when it was last seen (the batch's processing time) and its records' facts (no topic, key
-     * or key payload: the group's key says them). */
+    /** A K group: when it was last seen (the batch's processing time), its records' facts (no topic, key
+     * or key payload: the group's key says them) and which of them are thin ({@link KeyHistory#whole}). */
     public static final StructType KSTATE = new StructType()
             .add("seen", L)
-            .add("h", DataTypes.createArrayType(FACT));
+            .add("h", DataTypes.createArrayType(FACT))
+            .add("thin", DataTypes.createArrayType(DataTypes.IntegerType));
     public static final StructType SSTATE = new StructType()
             .add("rows", DataTypes.createArrayType(HELD))
             .add("final", DataTypes.createArrayType(S))
@@ -225,9 +232,57 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
                 };
             }, Encoders.row(nullable));
         }
+        fed = fed.mapPartitions((MapPartitionsFunction<Row, Row>) Carry::fewerTails, Encoders.row(fed.schema()));
         return fed.groupByKey((MapFunction<Row, String>) r -> r.getString(0), Encoders.STRING())
                 .flatMapGroupsWithState(settings, OutputMode.Append(), Encoders.row(STATE), Encoders.row(output(rest)),
                         GroupStateTimeout.ProcessingTimeTimeout());
+    }
+
+    /**
+     * An input partition's rows with, of each table's ({@code L}) rows, only those {@link #tail} reads:
+     * the newest and, per topic partition, the one of lowest offset (whether the held tail is of an earlier
+     * log). The others would be shuffled to the table's group only to be passed over there.
+     */
+    static Iterator<Row> fewerTails(Iterator<Row> rows) {
+        Map<String, Row> newest = new java.util.LinkedHashMap<>();
+        Map<List<Object>, Row> lowest = new java.util.LinkedHashMap<>();
+        return new Iterator<Row>() {
+            Row next;
+            Iterator<Row> tails;
+
+            public boolean hasNext() {
+                while (next == null && tails == null && rows.hasNext()) {
+                    Row r = rows.next();
+                    String ctx = r.getString(0);
+                    if (!ctx.startsWith(LAG)) {
+                        next = r;
+                        break;
+                    }
+                    newest.merge(ctx, r, (a, b) -> newerTail(b, 1, a, 1) ? b : a);
+                    lowest.merge(java.util.Arrays.asList(ctx, r.getString(1), r.getInt(2)), r,
+                            (a, b) -> b.getLong(3) < a.getLong(3) ? b : a);
+                }
+                if (next == null && tails == null) {
+                    java.util.Set<Row> kept = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+                    kept.addAll(newest.values());
+                    kept.addAll(lowest.values());
+                    tails = kept.iterator();
+                }
+                return next != null || tails.hasNext();
+            }
+
+            public Row next() {
+                if (!hasNext()) {
+                    throw new java.util.NoSuchElementException();
+                }
+                if (next != null) {
+                    Row r = next;
+                    next = null;
+                    return r;
+                }
+                return tails.next();
+            }
+        };
     }
 
     /** One budget group key per state partition: a key Spark's hash partitioning of the groups (Murmur3,
@@ -261,14 +316,23 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
         return held;
     }
 
-    /** A group's state (of schema {@code schema}) as the operator keeps it. */
+    /** A group's state (of schema {@code schema}) as the operator keeps it; {@code ctx}: the group's key
+     * (the texts it holds are written as references to it). */
+    public static Row pack(Row st, StructType schema, String ctx) {
+        return RowFactory.create(VERSION, Codec.encode(st, schema, ctx));
+    }
+
     public static Row pack(Row st, StructType schema) {
-        return RowFactory.create(VERSION, Codec.encode(st, schema));
+        return pack(st, schema, "");
     }
 
     /** The group's state kept by {@link #pack} (its version checked), or null. */
+    public static Row unpack(Row held, StructType schema, String ctx) {
+        return checked(held) == null ? null : Codec.decode((byte[]) held.get(1), schema, ctx);
+    }
+
     public static Row unpack(Row held, StructType schema) {
-        return checked(held) == null ? null : Codec.decode((byte[]) held.get(1), schema);
+        return unpack(held, schema, "");
     }
 
     /** A fed row's facts (its fields after ctx). */
@@ -342,18 +406,18 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
         List<Row> fresh = new ArrayList<>();
         rows.forEachRemaining(fresh::add);
         if (ctx.startsWith(SERVER)) {
-            ServerContext.Step step = ServerContext.step(unpack(held, SSTATE), fresh, System.currentTimeMillis(), this,
-                    ctx.substring(SERVER.length() + SEP.length()));
-            state.update(pack(step.state, SSTATE));
+            ServerContext.Step step = ServerContext.step(unpack(held, SSTATE, ctx), fresh, System.currentTimeMillis(),
+                    this, ctx.substring(SERVER.length() + SEP.length()));
+            state.update(pack(step.state, SSTATE, ctx));
             if (step.hold) {  // held transactions and candidates are judged again after awaitMs
                 state.setTimeoutDuration(Math.max(awaitMs, 1));
             }
             return step.out.iterator();
         }
-        Row st = unpack(held, LSTATE);
+        Row st = unpack(held, LSTATE, ctx);
         Row tail = st == null || st.isNullAt(0) ? null : st.getStruct(0);
         Row kept = tail(tail, fresh, out);
-        state.update(pack(RowFactory.create(kept), LSTATE));
+        state.update(pack(RowFactory.create(kept), LSTATE, ctx));
         return out.iterator();
     }
 

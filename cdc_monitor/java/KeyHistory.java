@@ -4,9 +4,12 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 import org.apache.spark.sql.Row;
@@ -54,7 +57,7 @@ final class KeyHistory {
 
     /** One call of a K group: its output rows added to {@code out}, its state updated or removed. */
     static void step(String ctx, Row held, Iterator<Row> rows, GroupState<Row> state, Carry cfg, List<Row> out) {
-        Row st = Carry.unpack(held, Carry.KSTATE);
+        Row st = Carry.unpack(held, Carry.KSTATE, ctx);
         List<Row> history = Carry.list(st, 1);
         String topic = ctx.substring(2, ctx.indexOf(Carry.SEP, 2));
         long now = state.getCurrentProcessingTimeMs();
@@ -90,8 +93,22 @@ final class KeyHistory {
             rests.add(in.get(Carry.REST));
             firstNew.merge(rec.getInt(1), rec.getLong(2), Math::min);
         }
+        Set<Integer> thin = new HashSet<>(Carry.<Integer>list(st, 2));
+        Map<Long, Row> whole = new HashMap<>();  // contents of the records with every fact: a thin record's looks
+        for (int i = 0; i < history.size(); i++) {
+            if (!thin.contains(i) && !history.get(i).isNullAt(Carry.F_CONTENT)) {
+                whole.putIfAbsent(history.get(i).getLong(Carry.F_CONTENT), history.get(i));
+            }
+        }
+        for (Row r : fresh) {
+            if (!r.isNullAt(Carry.F_CONTENT)) {
+                whole.putIfAbsent(r.getLong(Carry.F_CONTENT), r);
+            }
+        }
         List<Row> merged = new ArrayList<>();
-        for (Row h : history) {
+        Set<Row> wasThin = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (int at = 0; at < history.size(); at++) {
+            Row h = history.get(at);
             Long first = firstNew.get(h.getInt(1));
             if (first != null && h.getLong(2) >= first) {
                 continue;  // the partition's offsets went back (its topic created again): an earlier log's record
@@ -102,9 +119,15 @@ final class KeyHistory {
             }
             v[Carry.F_TOPIC] = topic;
             v[Carry.F_KEY_PAYLOAD] = payload;
-            Row rec = RowFactory.create(v);
+            Row rec = RowFactory.create(v.clone());
             merged.add(rec);
-            out.add(Carry.out(rec, Carry.CARRIED));
+            if (thin.contains(at)) {
+                wasThin.add(rec);
+                if (!h.isNullAt(Carry.F_CONTENT)) {
+                    looks(v, whole.get(h.getLong(Carry.F_CONTENT)));
+                }
+            }
+            out.add(Carry.out(RowFactory.create(v), Carry.CARRIED));
         }
         for (int i = 0; i < fresh.size(); i++) {
             merged.add(fresh.get(i));
@@ -117,13 +140,107 @@ final class KeyHistory {
             Row r = merged.get(i);
             int n = left.getOrDefault(r.getInt(1), cfg.keep);
             if (n > 0) {
-                kept.add(Carry.without(r, Carry.F_TOPIC, Carry.F_KEY, Carry.F_KEY_PAYLOAD));
+                kept.add(r);
                 left.put(r.getInt(1), n - 1);
             }
         }
         Collections.reverse(kept);
-        state.update(Carry.pack(RowFactory.create(now, Carry.seq(kept)), Carry.KSTATE));
+        boolean[] keepWhole = whole(kept);
+        List<Integer> thinned = new ArrayList<>();
+        for (int i = 0; i < kept.size(); i++) {
+            if (keepWhole[i] && !wasThin.contains(kept.get(i))) {
+                kept.set(i, Carry.without(kept.get(i), WHOLE));
+            } else {
+                kept.set(i, Carry.without(kept.get(i), THIN));
+                thinned.add(i);
+            }
+        }
+        state.update(Carry.pack(RowFactory.create(now, Carry.seq(kept), Carry.seq(thinned)), Carry.KSTATE, ctx));
         state.setTimeoutDuration(cfg.maxKeys > 0 ? Math.max(1, Math.min(cfg.reviewMs, cfg.ttlMs)) : cfg.ttlMs);
+    }
+
+    /**
+     * What no kept record keeps: its topic, key payload (the group's key says them), key text (a finding on
+     * a carried record is not counted) and transaction id (the transaction checks read a carried event's
+     * from the server group's copy of it, which it holds while the transaction is not final: a key's copy
+     * of an event of a finished transaction is judged nowhere).
+     */
+    static final int[] WHOLE = fields("topic", "key", "key_payload", "txn_id");
+    /** What a thin record does not keep (besides topic, key and key payload, which no kept record keeps):
+     * its content's parts (the checks compare its {@code content_hash} instead), its transaction, position
+     * and source lsn and sequence. */
+    static final int[] THIN = fields("topic", "key", "key_payload", "txn_id", "txn_total_order",
+            "txn_collection_order", "position", "source_lsn", "source_sequence", "before", "after", "update_hash",
+            "value_hash");
+    /** The fields of a record the checks' copies compare (checks/ordering.py's CONTENT_HASH), op aside. */
+    static final int[] CONTENT = fields("before", "after", "position", "value_hash", "txn_total_order", "update_hash");
+    static final int BEFORE = Carry.FACT.fieldIndex("before");
+    // (KeyJudge's change events: the ops whose previous one the key rules compare a record with)
+    private static final Set<String> CHANGE_OPS = Set.of("c", "u", "d", "r");
+    private static final String DATA_KIND = "data";  // (the events' kind of a data event, not a tombstone)
+
+    private static int[] fields(String... names) {
+        int[] at = new int[names.length];
+        for (int i = 0; i < names.length; i++) {
+            at[i] = Carry.FACT.fieldIndex(names[i]);
+        }
+        return at;
+    }
+
+    /**
+     * Which of a key's kept records (per partition in offset order) keep every fact: per partition its newest
+     * record, its newest change event that copies no earlier kept record (the key rules' previous record for
+     * the next records: position, op, snapshot) and the change events after that one (copies, which become
+     * that previous record when what they copy leaves). The others are thin: the key pass reads of them only
+     * their place, times, op and content (a later record that copies one), and walks past them before the
+     * previous record. A record's copies are found among the kept ones, as the next batch's checks find them.
+     * (Only data events have a content: tombstones keep their few facts.)
+     */
+    static boolean[] whole(List<Row> kept) {
+        boolean[] out = new boolean[kept.size()];
+        int from = 0;
+        while (from < kept.size()) {
+            int part = kept.get(from).getInt(1);
+            int to = from;
+            while (to < kept.size() && kept.get(to).getInt(1) == part) {
+                to++;
+            }
+            Set<Long> contents = new HashSet<>();
+            int prev = -1;
+            for (int i = from; i < to; i++) {
+                Row r = kept.get(i);
+                boolean copy = !r.isNullAt(Carry.F_CONTENT) && !contents.add(r.getLong(Carry.F_CONTENT));
+                if (change(r) && !copy) {
+                    prev = i;
+                }
+            }
+            for (int i = from; i < to; i++) {  // (a record without a content keeps its facts: none to stand in)
+                out[i] = i == to - 1 || (prev >= 0 && i >= prev && change(kept.get(i)))
+                        || kept.get(i).isNullAt(Carry.F_CONTENT);
+            }
+            from = to;
+        }
+        return out;
+    }
+
+    private static boolean change(Row r) {
+        String op = r.getString(Carry.F_OP);  // (null on a tombstone: Set.of refuses to look a null up)
+        return DATA_KIND.equals(r.getString(Carry.F_KIND)) && op != null && CHANGE_OPS.contains(op);
+    }
+
+    /**
+     * A thin record's content fields as the checks will compare them ({@code v}: its facts): those of a record
+     * of the window with the same content ({@code like}: its copies are found as before), else a stand-in
+     * no record with other content has (a text no digest is), so thin records of one content still copy
+     * each other.
+     */
+    static void looks(Object[] v, Row like) {
+        for (int f : CONTENT) {
+            v[f] = like == null ? null : like.get(f);
+        }
+        if (like == null) {
+            v[BEFORE] = "~" + v[Carry.F_CONTENT];
+        }
     }
 
     /** How long until a key last seen at {@code seen}, still within the budget, is looked at again. */

@@ -7,7 +7,8 @@ it belongs to, on the JVM (``Carry.java``, a ``flatMapGroupsWithState`` shipped 
 (``ctx``) names the kind:
 
 - ``K`` topic, key: the key's last ``key_history`` records in each partition (per-key rules judge
-  new records against them; a key found in several partitions of its topic is one group). A
+  new records against them; a key found in several partitions of its topic is one group; the older
+  ones thin: place, times, op, flags and ``content_hash``, ``KeyHistory.whole``). A
   key idle for ``key_ttl_ms`` of processing time times out: its history is dropped and its
   partitions reported ``evicted`` (first-record rules are no longer judged there) (``KeyHistory.java``).
 - ``P`` topic, partition: records with no key history (markers, heartbeats, undecodable ...): no
@@ -23,7 +24,8 @@ it belongs to, on the JVM (``Carry.java``, a ``flatMapGroupsWithState`` shipped 
   at most ``await_ms`` of wall time; the newest record time per data partition is kept for this
   (``ServerContext.java``).
 - ``L`` server, table: a copy of every change event with a lag: keeps the newest, so a lag spike
-  crossing a batch boundary is judged once.
+  crossing a batch boundary is judged once (an input partition shuffles only what it reads: its
+  newest and, per topic partition, its lowest offset: ``Carry.fewerTails``).
 
 Each new record is emitted once (role ``new``, by its K or P group) with the context the groups hold
 (``carried``, ``candidate``, ``tail``) and two facts: ``final`` (a new event of a transaction
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from cdc_monitor.checks.lag import with_lag
+from cdc_monitor.checks.ordering import CONTENT_HASH
 from cdc_monitor.decoding import decode_records
 
 if TYPE_CHECKING:
@@ -57,15 +60,17 @@ FACT = ("topic", "partition", "offset", "record_ts_ms", "ts_ms", "ts_ms_raw", "s
         "source_ts_us", "key", "kind", "server", "table", "op", "snapshot", "snapshot_marker", "txn_id", "txn_total_order",
         "txn_collection_order", "position", "flavour", "has_source", "source_lsn", "source_sequence", "before", "after",
         "key_payload", "status", "marker_id", "marker_key", "marker_event_count", "marker_collections", "update_hash",
-        "value_hash", "value_schema_hash", "data_event", "change_event", "snapshot_event", "envelope", "has_message")
-SYNTHETIC = ("has_source", "source_lsn", "source_sequence")  # facts that are not events columns
+        "value_hash", "value_schema_hash", "data_event", "change_event", "snapshot_event", "envelope", "has_message",
+        "content_hash")
+CONTENT = "content_hash"  # a key's data event's content as the checks' copies compare it (K rows only)
+SYNTHETIC = ("has_source", "source_lsn", "source_sequence", CONTENT)  # facts that are not events columns
 # the S and L groups' fields of a fed row (null on K and P rows); order_ts: the record time (an L row's: the event's ts_ms)
 FIELDS = ("skind", "sstatus", "txn", "order_ts", "tbl", "event_count", "collections")
 REST = "rest"  # a new record's other decoded columns (a struct; null on S and L rows and on context)
 FED = ("ctx", *FACT, *FIELDS, REST)  # the operator's input columns, in order (Carry.input)
 OUTPUT = (*FACT, REST, "role")
 OPERATOR_CLASS = "cdcmonitor.Carry"  # in cdc-monitor-operators.jar
-STATE_VERSION = 2  # Carry.VERSION: the state's format
+STATE_VERSION = 3  # Carry.VERSION: the state's format
 NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING, CAPPED = (
     "new", "carried", "candidate", "tail", "final", "evicted", "pending", "capped")
 ROLES = (NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING, CAPPED)
@@ -180,12 +185,15 @@ def carry_input(stream: DataFrame, scan: ScanConfig, session: SessionCaps) -> Da
     lag = ("source_ts_valid", "lag_ms", "record_lag_ms")  # (with_lag's: the L groups' choice, not event columns)
     rest = F.struct(*[c for c in ev.columns if c not in FACT and c not in lag])
     grouped = F.col("c.ctx").startswith(SERVER) | F.col("c.ctx").startswith(LAG)  # K and P rows need none of FIELDS
+    # (the content over the facts as the checks see them: the digests, value_hash where it is read)
+    content = F.when(F.col("kind") == "data", F.expr(CONTENT_HASH))
     return ev.select(
         F.explode(F.filter(ctxs, lambda c: c["ctx"].isNotNull())).alias("c"),
-        *[derived.get(c, F.col(c)).alias(c) for c in FACT], *[v.alias("f_" + k) for k, v in fields.items()],
+        *[derived.get(c, F.col(c)).alias(c) for c in FACT if c != CONTENT], *[v.alias("f_" + k) for k, v in fields.items()],
         rest.alias(REST),
     ).select(
-        F.col("c.ctx").alias("ctx"), *FACT,
+        F.col("c.ctx").alias("ctx"), *[c for c in FACT if c != CONTENT],
+        F.when(F.col("c.ctx").startswith(KEY), content).alias(CONTENT),
         *[F.when(grouped, F.col("c.order_ts") if c == "order_ts" else F.col("f_" + c)).alias(c) for c in FIELDS],
         F.when(~grouped, F.col(REST)).alias(REST),
     )

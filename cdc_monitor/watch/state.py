@@ -59,15 +59,18 @@ def add(totals: dict[str, int], key: tuple[Any, ...], n: int) -> None:
 
 
 # The shape of the streaming query's state (its stateful operators, their keys and state schemas):
-# Spark cannot resume a checkpoint written by a query of another shape. 4: one JVM operator carries
-# every group as narrow facts in compact bytes (watch/carry.py; Carry.VERSION 2); 3: the same operator
-# holding whole Kafka records (Carry.VERSION 1); 2: the JVM key-history operator chained with a Python
-# server/table operator; 1: one Python operator for every group.
-LAYOUT = 4
+# Spark cannot resume a checkpoint written by a query of another shape, nor this operator a state of
+# another format. 5: one JVM operator carries every group as narrow facts in compact bytes, a key's
+# older records thin (watch/carry.py; Carry.VERSION 3); 4: the same, every record's facts whole, in the
+# earlier bytes (Carry.VERSION 2); 3: the same operator holding whole Kafka records (Carry.VERSION 1);
+# 2: the JVM key-history operator chained with a Python server/table operator; 1: one Python operator
+# for every group.
+LAYOUT = 5
 EARLIER = {
     "1": "its state in one Python operator",
     "2": "transactions and lag tails carried by a Python operator",
     "3": "whole Kafka records carried as its state",
+    "4": "its state's facts in an earlier format",
 }
 
 
