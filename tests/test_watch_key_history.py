@@ -154,7 +154,7 @@ def test_more_keys_than_max_keys_are_capped_counted_and_no_finding_is_false(spar
     from tests.support.watch_stream import run_stream, stage_stream
 
     max_keys = 16
-    n = stage_stream(spark, tmp_path, events=300, batch=20, schemas=False)
+    n = stage_stream(spark, tmp_path, events=300, batch=60, schemas=False)
     traffic = generate("mysql", events=300, seed=3, schemas=False)  # (the stream stage_stream wrote)
     keys = {(r.topic, str(r.key)) for r in traffic.records if r.key is not None and ".transaction" not in r.topic}
     assert len(keys) > 4 * max_keys

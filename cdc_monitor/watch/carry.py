@@ -204,14 +204,14 @@ def decoded_rows(carried: DataFrame) -> DataFrame:
     row's value (``GAP_VALUE``: what ``GapRow.parse`` reads, null elsewhere). New records have every
     column; context records their facts (the other columns null, the source block only its
     presence and PostgreSQL's lsn and sequence, the transaction key from the id)."""
-    from cdc_monitor.decoding.envelope import SOURCE_FIELDS
+    from cdc_monitor.decoding.envelope import CHECKED_SOURCE_FIELDS
     from cdc_monitor.decoding.events import txn_key
 
     rest = F.col(REST)
     fields = [f.name for f in carried.schema[REST].dataType.fields]
     context = F.when(F.col("has_source"), F.struct(*[
         (F.col("source_lsn") if f == "lsn" else F.col("source_sequence") if f == "sequence" else F.lit(None).cast("string"))
-        .alias(f) for f in SOURCE_FIELDS]))
+        .alias(f) for f in CHECKED_SOURCE_FIELDS]))
     special = {
         "source": F.when(rest.isNotNull(), rest["source"]).otherwise(context),
         "txn_key": F.when(rest.isNotNull(), rest["txn_key"]).otherwise(txn_key(F.col("txn_id"))),
