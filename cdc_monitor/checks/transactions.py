@@ -138,9 +138,9 @@ def _per_transaction(markers: DataFrame, facts: WindowFacts) -> DataFrame:
 # topic covers. No SQL window: the stream's one sort lays out what needs more than a record. A data
 # event's copies (ordering's content hash, which holds its total_order, with its key payload: a
 # re-delivery, or a replay after a connector restart, whose processing time ``ts_ms`` is new) share its
-# total_order and topic, so sorting by ``same`` next puts them right after it; its rank in its collection
-# is its collection's count so far. The judge returns a summary row per transaction and a row per
-# orphan event (see TxnJudge)
+# total_order and topic: the walk finds them in that run (bounded: TxnJudge.RUN_HASHES), read in offset
+# order as the topic's events are; its rank in its collection is its collection's count so far. The
+# judge returns a summary row per transaction and a row per orphan event (see TxnJudge)
 TXN_JUDGE = JavaFunction(
     "cdc_monitor_judge_transactions", "cdcmonitor.TxnJudge",
     "array<struct<seen:bigint,seen_by_collection:map<string,bigint>,brk:struct<topic:string,partition:int,offset:bigint,"
@@ -149,8 +149,8 @@ TXN_JUDGE = JavaFunction(
     "txn_id:string,`table`:string,record_ts_ms:bigint>>>")
 _FIELDS = ("marker", "topic", "partition", "offset", "table", "txn_total_order", "txn_collection_order", "record_ts_ms",
            "key", "txn_id", "same")
-# a group's order (TxnJudge.ORDER): markers first, then total_order, topic, copies together, partition, offset
-_ORDER = ("marker DESC", "txn_total_order", "topic", "same", "partition", "offset")
+# a group's order (TxnJudge.ORDER): markers first, then total_order, topic, partition, offset
+_ORDER = ("marker DESC", "txn_total_order", "topic", "partition", "offset")
 _RECORDS = f"""
 SELECT server, CASE WHEN marker THEN marker_key ELSE txn_key END AS txn_key, marker, topic, partition, offset, `table`,
        txn_total_order, txn_collection_order, record_ts_ms, key, txn_id,

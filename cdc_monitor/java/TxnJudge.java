@@ -18,18 +18,20 @@ import scala.jdk.javaapi.CollectionConverters;
  * it) judged (checks/transactions.py).
  *
  * <p>One judge, {@link Walk}, fed a (server, transaction key)'s records in {@link #ORDER} (markers
- * first, then total_order, topic, {@code same}, partition, offset) two ways: as a sorted stream on a
+ * first, then total_order, topic, partition, offset: Spark's order of a topic's events) two ways: as a sorted stream on a
  * classic session ({@link #stream}, through {@link Passes}: memory does not grow with the transaction's
  * events), or, over Spark Connect, as this class's Java UDF over the group's collected records (held as
  * one array, sorted here). A record is a {@link Rec} (checks/transactions.py's fields, in that order);
  * the span of record times the server's transaction topic covers (lo, hi; null without one).
  *
  * <p>What needs more than one record is read from that one order, with no SQL window: a data event is
- * a copy of an earlier one (the same topic, key and content) when it follows one with the same
- * total_order, topic and {@code same} (its key payload and content hashed: the content holds the
- * total_order, so a transaction's copies of one event are next to each other, the first by partition
- * and offset first); its rank in its collection is how many of its collection's data events, copies
- * counted once, came up to it in total_order. Output rows: one summary (the data events seen, copies
+ * a copy of an earlier one (the same topic, key and content) when an event of its run (the same
+ * total_order and topic, read in partition and offset order: the content holds the total_order, so an
+ * event's copies are in its run, the first by partition and offset first) had its {@code same} (its key
+ * payload and content hashed). A run is one event and its copies, unless the producer repeated a
+ * total_order; the walk keeps the run's hashes, at most {@link #RUN_HASHES} (past that, a copy is one
+ * that follows its original). Its rank in its collection is how many of its collection's data events,
+ * copies counted once, came up to it in total_order. Output rows: one summary (the data events seen, copies
  * counted once; seen per collection; the first event whose total_order or data_collection_order breaks
  * 1..n with how many break), and one row per orphan event (a data event, copies included, of a
  * transaction no marker names, inside the span), each named with its place and record time.
@@ -75,10 +77,11 @@ public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Lon
     /** Spark's (topic, partition, offset) order. */
     private static final Comparator<Rec> PLACE = Comparator.comparing((Rec r) -> r.topic, TEXT)
             .thenComparingInt(r -> r.partition).thenComparingLong(r -> r.offset);
-    /** The pass's order: markers first, then (total_order, topic, same, partition, offset). */
+    /** The pass's order: markers first, then (total_order, topic, partition, offset). */
     static final Comparator<Rec> ORDER = Comparator.comparing((Rec r) -> !r.marker)
-            .thenComparing(r -> r.totalOrder, NUMBER).thenComparing(r -> r.topic, TEXT)
-            .thenComparing(r -> r.same, NUMBER).thenComparing(PLACE);
+            .thenComparing(r -> r.totalOrder, NUMBER).thenComparing(PLACE);
+    /** The most content hashes a run keeps (see the class): a bound on memory whatever the producer. */
+    static final int RUN_HASHES = 10_000;
     private static final Comparator<Rec> BREAK = Comparator
             .comparingLong((Rec r) -> r.totalOrder == null ? 0L : r.totalOrder).thenComparing(PLACE);
 
@@ -101,13 +104,14 @@ public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Lon
 
     /** One transaction's records walked in {@link #ORDER}: counts (in total and per collection), the
      * first break and how many, whether a marker names it; orphans as they come. It holds the previous
-     * data event (its copies follow it) and a count per collection, nothing per event. */
+     * data event, its run's content hashes (bounded) and a count per collection. */
     static final class Walk implements Passes.Walk<Rec> {
         private final Long lo;
         private final Long hi;
         private final Object[] prefix;  // the stream's (server, txn_key); null: a UDF's row
         private boolean named;
         private Rec previous;  // the previous data event
+        private final java.util.Set<Long> run = new java.util.HashSet<>();  // the current run's content hashes
         private long seen;
         private final Map<String, Long> counts = new TreeMap<>(TEXT);
         private Rec first;  // the first break
@@ -138,8 +142,15 @@ public final class TxnJudge implements UDF3<scala.collection.Seq<Row>, Long, Lon
                 out.add(row(null, null, null, null,
                         RowFactory.create(r.topic, r.partition, r.offset, r.key, r.txnId, r.table, r.recordTs)));
             }
-            boolean copy = previous != null && Objects.equals(r.same, previous.same)
-                    && Objects.equals(r.totalOrder, previous.totalOrder) && Objects.equals(r.topic, previous.topic);
+            if (previous == null || !Objects.equals(r.totalOrder, previous.totalOrder)
+                    || !Objects.equals(r.topic, previous.topic)) {
+                run.clear();  // a new run
+            }
+            boolean copy = r.same != null && (run.contains(r.same)
+                    || (previous != null && r.same.equals(previous.same) && run.size() >= RUN_HASHES));
+            if (!copy && r.same != null && run.size() < RUN_HASHES) {
+                run.add(r.same);
+            }
             previous = r;
             if (copy) {
                 return;
