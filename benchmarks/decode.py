@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from argparse import Namespace
@@ -74,12 +75,35 @@ def jvm_floor(paths: list[str], runs: int) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-@measurement("decode")
+def decoder_cpu(tree: Path, paths: list[str], runs: int) -> dict:
+    """The tree's decoder alone on one thread, no Spark (jvm/DecoderCpu.java): its best run's CPU per record."""
+    import pyspark
+
+    (jar,) = (tree / "cdc_monitor" / "java").glob(f"cdc-monitor-operators-spark{'.'.join(pyspark.__version__.split('.')[:2])}.jar")
+    jars = os.pathsep.join(str(p) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    config = subprocess.run([sys.executable, "-P", "-c", "from cdc_monitor.decoding.decoder import decoder_config; "
+                             "from cdc_monitor.vocabulary import TopicRoles; print(decoder_config(TopicRoles()))"],
+                            env={**os.environ, "PYTHONPATH": str(tree)}, check=True, capture_output=True, text=True).stdout
+    with tempfile.TemporaryDirectory() as work:
+        Path(work, "config.json").write_text(config.strip())
+        cp = f"{work}{os.pathsep}{jar}{os.pathsep}{jars}"
+        subprocess.run(["javac", "-nowarn", "-cp", cp, "-d", work, str(HERE / "benchmarks" / "jvm" / "DecoderCpu.java")], check=True)
+        out = subprocess.run(["java", "-Xmx2g", "-cp", cp, "DecoderCpu", str(Path(work, "config.json")), str(runs), *paths],
+                             check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@measurement("decode", (("--flavour",), {"default": "mixed", "help": "the generated capture: mixed (four flavours) or one"}))
 def decode(opts: Namespace) -> None:
-    """The decoder's CPU per record, warm, beside reading alone and a one-thread Jackson floor."""
-    paths = capture("mixed", opts.events[0])
-    got = {k: child("benchmarks.decode:child_rates", paths, max(opts.rounds, 2), tree=t).json() for k, t in trees(opts).items()}
+    """The decoder's CPU per record, warm: in Spark beside reading alone, and alone on one thread (its
+    thread's CPU, steady on a busy machine), beside a one-thread Jackson floor."""
+    paths = capture(opts.flavour, opts.events[0])
+    runs = max(opts.rounds, 2)
+    got = {k: child("benchmarks.decode:child_rates", paths, runs, tree=t).json() for k, t in trees(opts).items()}
+    alone = {k: decoder_cpu(t, paths, 5 * runs) for k, t in trees(opts).items()}
     floor = jvm_floor(paths, 3)
-    table(f"{got['scan']['records']:,} records, warm, best of {max(opts.rounds, 2)}; the one-thread Jackson floor: "
-          f"{json.dumps(floor)}", ["tree", "read: CPU/record (us)", "read: best (s)", "decode: CPU/record (us)", "decode: best (s)"],
-          [[k, r["read"]["cpu_us"], r["read"]["best_s"], r["decode"]["cpu_us"], r["decode"]["best_s"]] for k, r in got.items()])
+    table(f"{got['scan']['records']:,} records, warm, best of {runs} (the decoder alone: of {5 * runs}); the one-thread "
+          f"Jackson floor: {json.dumps(floor)}", ["tree", "read: CPU/record (us)", "read: best (s)", "decode: CPU/record (us)",
+                                                 "decode: best (s)", "the decoder alone, one thread: CPU/record (us)"],
+          [[k, r["read"]["cpu_us"], r["read"]["best_s"], r["decode"]["cpu_us"], r["decode"]["best_s"], alone[k]["cpu_us"]]
+           for k, r in got.items()])
