@@ -12,6 +12,8 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # out a long test started last
 LONG_FIRST = (
     "tests/test_broker_faults.py::",
+    "tests/test_connect.py::",  # a Connect server and a client process scanning every flavour: ~2 min together
+    "tests/test_large_groups.py::",
     "tests/test_avro.py::test_avro_from_kafka",
     "tests/test_kafka_source.py::test_cli_generate_to_kafka_then_scan_a_time_window_on_a_cluster",
     "tests/test_accuracy.py::test_every_injected_fault_is_found_exactly",
