@@ -35,8 +35,8 @@ shows). Columns:
 
 With ``texts=True`` (reconcile): ``source`` is the whole block, ``before`` and ``after`` the images as written
 (compact JSON, numbers as sent), and there are ``value_text`` and the embedded schemas' texts ``value_schema``,
-``key_schema``, the row images' texts and the whole source block; the checks never read them, so no
-checkpoint holds them: a record's decoding is tens of bytes, not the kilobytes of its value.
+``key_schema``. The checks never read them, so no checkpoint holds them: a record's decoding is tens of bytes,
+not the kilobytes of its value.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def decode_records(records: DataFrame, roles: TopicRoles | None = None, keep: tu
     """Kafka-source records -> the events frame, through the one decoder (decoding/decoder.py).
 
     ``keep``: columns of ``records`` passed through unchanged (watch keeps the raw record beside its
-    decoding). ``texts``: with the value text and the embedded schemas' texts (reconcile).
+    decoding). ``texts``: with the texts the checks never read (reconcile; see the module).
     ``avro_json``: the setting (``ScanConfig.avro_json``): None, each value in Avro's JSON encoding is
     recognised by the decoder; True, an Avro stage read every record so already; False, none is.
     ``session``: the records' session, where the decoder is registered."""
