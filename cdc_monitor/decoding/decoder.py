@@ -70,6 +70,8 @@ DECODED = T.StructType([
         # key_payload as events.canonical_key writes it, where the decoder can (a flat object); else null
         ("key_canonical", _S),
         ("avro_json", _B),  # the value was Avro's JSON encoding, read as the JSON converter's text (java/AvroJson.java)
+        # a change event in Debezium's envelope another producer wrote (Decoded.foreignProducer: events.foreign_producer)
+        ("foreign_producer", _B),
     )
 ])
 # the embedded schemas' texts: only reconcile reads them (checks read their hashes and the decoder's verdicts)

@@ -32,6 +32,7 @@ shows). Columns:
 | snapshot_event | a data event of a snapshot (op r, or source.snapshot true/last/incremental/...) |
 | envelope | a data event that is a Debezium envelope (not a flattened row or wrapper object) |
 | avro_json | the value was Avro's JSON encoding, recognised without ``--avro-json``: read, and its key, as JSON converter text |
+| foreign_producer | a change event in Debezium's envelope another producer wrote (``foreign_producer``) |
 
 With ``texts=True`` (reconcile): ``source`` is the whole block, ``before`` and ``after`` the images as written
 (compact JSON, numbers as sent), and there are ``value_text`` and the embedded schemas' texts ``value_schema``,
@@ -137,12 +138,11 @@ def non_envelope() -> Column:
 def foreign_producer() -> Column:
     """A change event in Debezium's envelope written by another producer: no source block, a source
     block naming neither ``connector`` nor ``version`` (Debezium's names both), or one without a source
-    time (Debezium's always has ts_ms; dtle's ts_sec, Cassandra's ts_micro). Its source-based rules
-    (source fields, source time, positions) are not judged; schema's ``non_debezium_producer`` notes
-    it once per topic. The decoder's ``foreignProducer`` (java/Decoded.java) is the same three cases."""
-    source = F.col("source")
-    return F.col("envelope") & (source.isNull() | (source["connector"].isNull() & source["version"].isNull())
-                                | F.col("source_ts_raw").isNull())
+    time (Debezium's always has ts_ms; dtle's ts_sec, Cassandra's ts_micro), as the decoder judged it
+    (``Decoded.foreignProducer``: the one definition; false where a watch context record does not carry it).
+    Its source-based rules (source fields, source time, positions) are not judged; schema's
+    ``non_debezium_producer`` notes it once per topic."""
+    return F.coalesce(F.col("foreign_producer"), F.lit(False))
 
 
 def valid_source_ts(col: Column) -> Column:

@@ -24,7 +24,7 @@ final class Decoded {
         "source", "before", "after", "value_schema", "key_schema", "key_payload", "status", "marker_id",
         "marker_key", "has_message", "has_update_description", "update_hash", "marker_event_count",
         "marker_collections", "ddl_tables", "verdicts", "value_schema_hash", "key_schema_hash", "key_canonical",
-        "avro_json",
+        "avro_json", "foreign_producer",
     };
 
     private final DecoderConfig cfg;
@@ -336,8 +336,8 @@ final class Decoded {
     }
 
     /**
-     * A change event written in Debezium's envelope by another producer (checks/schema.py's
-     * {@code foreign_producer}, the same three cases): no source block, a source block with neither
+     * A change event written in Debezium's envelope by another producer (the column
+     * {@code foreign_producer}, which the checks read through decoding/events.py): no source block, a source block with neither
      * {@code connector} nor {@code version} (Debezium's always names both), or one without a source
      * time (Debezium's always has ts_ms; dtle's ts_sec, Cassandra's ts_micro). Its source-based rules
      * are not judged: one note a topic says so instead.
@@ -370,6 +370,7 @@ final class Decoded {
             e.message != null, e.patch != null || e.updateDescription != null, updateHash(),
             JsonText.toLong(e.eventCount), collections(), kind.equals("schema_change") ? c.ddlTables() : null,
             verdicts, valueSchemaHash, keySchemaHash, JsonText.canonicalFlatObject(keyPayload), avroJson,
+            foreignProducer(),
         };
         for (int k = 0; k < all.length; k++) {
             int slot = cfg.slots[k];
