@@ -5,9 +5,11 @@ scan reports, nothing more.
 1. A source time of 0 (or in microseconds) on a snapshot record: op r, or a change event a
    source.snapshot flag marks (dtle's documented snapshot rows are op c). Judged as outside a
    snapshot (``invalid_source_ts``); snapshot records stay out of the lag percentiles.
-2. Another producer writing Debezium's envelope: a source block with neither connector nor
-   version, or without a time. One ``non_debezium_producer`` note a topic naming what is missing;
-   the source-based rules (source time, source fields, positions) silenced for those events.
+2. Another producer writing Debezium's envelope: no source block, or a source block with neither
+   connector nor version. One ``non_debezium_producer`` note a topic naming what is missing; the
+   source-based rules (source time, source fields, positions) silenced for those events. A block that
+   names its connector or version is Debezium's whatever it lacks (issue 81): a missing source time is
+   ``missing_source_field`` and ``invalid_source_ts``.
 3. An END counting fewer events than carry its id is a ``count_mismatch`` beside a malformed marker
    (a null id, its own BEGIN's or another's), Avro's JSON encoding, or partitions read from a later
    offset (a capture's excerpt): events outside the window only add to what was seen.
@@ -24,6 +26,7 @@ CONNECTOR = {"mysql": "mysql", "postgresql": "postgresql", "sqlserver": "sqlserv
              "mongodb": "mongodb", "yugabyte": "yugabytedb"}
 FLAVOURS = ("mysql", "dtle", "postgresql", "sqlserver", "oracle", "mongodb", "yugabyte")
 SERVER = {f: f"{f[:3]}1" for f in FLAVOURS}
+TIME_FIELD = {"dtle": "ts_sec"}  # a source block's time field where it is not ts_ms
 
 
 def _source(flavour: str, i: int, ts: int, snapshot: str = "false") -> dict:
@@ -57,9 +60,11 @@ def _topic(flavour: str) -> str:
 
 
 def _event(flavour: str, offset: int, op: str, *, row_id: int | None = None, source_ts: int | None = None,
-           snapshot: str = "false", txn: tuple[str, int] | None = None, i: int | None = None) -> str:
+           snapshot: str = "false", txn: tuple[str, int] | None = None, i: int | None = None,
+           timeless: bool = False) -> str:
     """A change event of ``flavour``'s orders table at ``offset`` (written 1 s apart; ``i``: its place in
-    time and position, default the offset); ``txn``: its transaction (id, total_order)."""
+    time and position, default the offset); ``txn``: its transaction (id, total_order); ``timeless``: its
+    source block without its time field (ts_ms; dtle's ts_sec)."""
     i = offset if i is None else i
     row_id = offset + 1 if row_id is None else row_id
     ts = BASE + i * 1000
@@ -68,6 +73,8 @@ def _event(flavour: str, offset: int, op: str, *, row_id: int | None = None, sou
         row = json.dumps({"_id": row_id, "qty": i})
     value = {"before": None, "after": row, "op": op, "ts_ms": ts + 40,
              "source": _source(flavour, i, ts if source_ts is None else source_ts, snapshot)}
+    if timeless:
+        del value["source"][TIME_FIELD.get(flavour, "ts_ms")]
     if txn is not None:
         value["transaction"] = {"id": txn[0], "total_order": txn[1], "data_collection_order": txn[1]}
     return kcat_line(_topic(flavour), 0, offset, json.dumps({"id": row_id}), json.dumps(value), ts + 60)
@@ -118,7 +125,9 @@ def test_another_producers_envelope_is_one_note_a_topic_naming_what_its_source_l
     "debezium-json" sink, a relay rewriting the block) were a finding per record: invalid_source_ts for a
     time of 0 or none, missing_source_field for a field the guessed connector sends, invalid_position for
     a position the guessed connector would not write. Now one note a topic, naming what is missing; the
-    rules that do not read the source still apply, and a Debezium topic beside them is judged as ever."""
+    rules that do not read the source still apply, and a Debezium topic beside them is judged as ever. A
+    relay that keeps the connector and version but drops the time is Debezium's records with a fault
+    (issue 81): each is missing_source_field and invalid_source_ts, and no note."""
     sink = [_foreign("sink.shop.orders", o, {"db": "shop", "table": "orders", "ts_ms": 0}) for o in range(3)]
     sink.append(_foreign("sink.shop.orders", 3, {"db": "shop", "table": "orders", "ts_ms": 0}, before={"id": 4}))
     relay = [_foreign("relay.shop.items", o, {"version": "2.7.3.Final", "connector": "mysql", "name": "relay",
@@ -130,30 +139,62 @@ def test_another_producers_envelope_is_one_note_a_topic_naming_what_its_source_l
                                             "file": "binlog.000001", "pos": -1}) for o in range(2)]
     debezium = [_event("mysql", 0, "c", source_ts=0), _event("mysql", 1, "c")]
     result = scan([write_lines(tmp_path / "producers.jsonl", sink + relay + bare + anon + debezium)])
-    assert _found(result) == [
+    assert _found(result) == sorted([
         ("before_after_mismatch", "error", "sink.shop.orders", 3),
         ("invalid_source_ts", "warning", "mys1.inventory.orders", 0),
         ("non_debezium_producer", "info", "anon.shop.carts", 0),
         ("non_debezium_producer", "info", "bare.shop.users", 0),
-        ("non_debezium_producer", "info", "relay.shop.items", 0),
         ("non_debezium_producer", "info", "sink.shop.orders", 0),
-    ]
+        *[(rule, severity, "relay.shop.items", o) for o in range(3)
+          for rule, severity in (("missing_source_field", "error"), ("invalid_source_ts", "warning"))],
+    ])
     notes = {f["topic"]: f["message"] for f in result.findings if f["rule"] == "non_debezium_producer"}
     assert notes["sink.shop.orders"].startswith("4 change event(s) carry a source block with neither connector nor version:")
-    assert notes["relay.shop.items"].startswith("3 change event(s) carry a source block without a time (ts_ms):")
     assert notes["bare.shop.users"].startswith("2 change event(s) carry a source block with neither connector, version nor a time:")
     assert notes["anon.shop.carts"].startswith("2 change event(s) carry a source block with neither connector nor version:")
     assert all(m.endswith("their source fields, source time, lag and positions are not judged") for m in notes.values())
-    assert result.summary["invalid_records"] == 0
+    assert result.summary["invalid_records"] == 0  # (decodable: a fault of a field, not of the record)
 
 
 def test_a_topic_of_several_producers_kinds_counts_each(scan, tmp_path):
     lines = [_foreign("mixed.shop.orders", 0, None), _foreign("mixed.shop.orders", 1, None),
              _foreign("mixed.shop.orders", 2, {"connector": "postgresql", "version": "2.7.3.Final", "name": "m"})]
     result = scan([write_lines(tmp_path / "mixed.jsonl", lines)])
-    assert _found(result) == [("non_debezium_producer", "info", "mixed.shop.orders", 0)]
-    assert result.findings[0]["message"].startswith(
-        "3 change event(s) carry no source block (2); a source block without a time (ts_ms) (1): ")
+    assert _found(result) == [("invalid_source_ts", "warning", "mixed.shop.orders", 2),
+                              ("missing_source_field", "error", "mixed.shop.orders", 2),
+                              ("non_debezium_producer", "info", "mixed.shop.orders", 0)]
+    notes = [f["message"] for f in result.findings if f["rule"] == "non_debezium_producer"]
+    assert notes[0].startswith("2 change event(s) carry no source block: ")
+
+
+def test_a_debezium_record_without_its_source_time_is_a_fault_in_every_flavour(scan, tmp_path):
+    """Issue 81: per flavour with a source time, a record whose source block names its connector (dtle's:
+    its version) and lacks only its time. It is Debezium's record that lost a required field, the fault a
+    gate stops: missing_source_field (error) and, for a change event, invalid_source_ts (warning); a
+    snapshot read without its time is missing_source_field alone (a snapshot's time is judged where it
+    has one); no non_debezium_producer note. The clean records around them stay silent. dtle names no
+    connector and is told only by its ts_sec: without it, its record (a version, binlog fields) is the
+    MySQL record it resembles, judged by MySQL's rules (its snapshot rows are op c: a mismatch there)."""
+    lines, expected = [], []
+    for flavour in FLAVOURS:
+        read = "c" if flavour == "dtle" else "r"  # (dtle's snapshot rows)
+        lines += [_event(flavour, 0, read, snapshot="last", timeless=True),
+                  _event(flavour, 1, "c"),
+                  _event(flavour, 2, "c", timeless=True),
+                  _event(flavour, 3, "c")]
+        topic = _topic(flavour)
+        expected += [("missing_source_field", "error", topic, 0), ("missing_source_field", "error", topic, 2),
+                     ("invalid_source_ts", "warning", topic, 2)]
+        if flavour == "dtle":
+            expected.append(("snapshot_op_mismatch", "warning", topic, 0))
+    result = scan([write_lines(tmp_path / "timeless.jsonl", lines)])
+    assert _found(result) == sorted(expected)
+    messages = {(f["rule"], f["topic"], f["offset"]): f["message"] for f in result.findings}
+    assert messages[("missing_source_field", "mys1.inventory.orders", 2)] == "source lacks ts_ms (mysql)"
+    assert messages[("missing_source_field", "dtl1.inventory.orders", 2)] == "source lacks ts_ms (mysql)"
+    assert messages[("invalid_source_ts", "pos1.public.orders", 2)] == (
+        "source timestamp missing is not an integer ms time between 2000 and 2100")
+    assert result.summary["invalid_records"] == 0
 
 
 # -- 3. count mismatches beside malformed markers ---------------------------------------------------------------

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 LAG_SPIKE = Rule("lag_spike", "lag", Severity.WARNING, "table", "lag above the table's threshold (one finding per run of events)")
 NEGATIVE_LAG = Rule("negative_lag", "lag", Severity.WARNING, "record", "ts_ms before source.ts_ms (clock skew)")
 INVALID_SOURCE_TS = Rule("invalid_source_ts", "lag", Severity.WARNING, "record",
-    "source timestamp not an integer ms time in 2000..2100 (change events and snapshot records: op r, or any op "
-    "source.snapshot marks; a source without a time is non_debezium_producer's)")
+    "source timestamp missing or not an integer ms time in 2000..2100 (change events, and snapshot records with a "
+    "time: op r, or any op source.snapshot marks; not another producer's: non_debezium_producer)")
 INVALID_EVENT_TS = Rule("invalid_event_ts", "lag", Severity.WARNING, "record",
     "ts_ms present but not an integer ms time in 2000..2100 (e.g. nanoseconds): the event is left out of lag")
 RULES = (LAG_SPIKE, NEGATIVE_LAG, INVALID_SOURCE_TS, INVALID_EVENT_TS)

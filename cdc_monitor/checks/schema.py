@@ -46,9 +46,10 @@ NON_ENVELOPE_VALUES = Rule("non_envelope_values", "schema", Severity.WARNING, "t
 UNKNOWN_CONNECTOR = Rule("unknown_connector", "schema", Severity.INFO, "table",
     "source.connector names a connector without known rules: generic rules only")
 NON_DEBEZIUM_PRODUCER = Rule("non_debezium_producer", "schema", Severity.INFO, "table",
-    "a topic's change events are another producer's in Debezium's envelope: no source block, a source block with "
-    "neither connector nor version, or one without a time (ts_ms): one note per topic naming what they lack, with "
-    "the count; source-based rules (source fields, source time, lag, positions) are skipped for them")
+    "a topic's change events are another producer's in Debezium's envelope, giving no sign of being Debezium's: no "
+    "source block, or a source block with neither connector nor version: one note per topic naming what they lack, "
+    "with the count; source-based rules (source fields, source time, lag, positions) are skipped for them (a block "
+    "naming either is Debezium's: what it lacks is judged)")
 AVRO_JSON_VALUES = Rule("avro_json_values", "decode", Severity.INFO, "table",
     "a topic's values are Avro's JSON encoding (unions wrapped, as kcat -s avro and kafka-avro-console-consumer print "
     "them), recognised without --avro-json and read as it reads them: one note per topic with the count")
@@ -83,15 +84,13 @@ def topic_flagged() -> Column:
 
 
 def _foreign_kinds() -> tuple[tuple[Column, str], ...]:
-    """What a foreign producer's change event lacks (``foreign_producer``'s cases, each event in one),
-    as the note names it."""
+    """What a foreign producer's change event lacks (``foreign_producer``'s cases: no source block, or one
+    naming neither connector nor version; each event in one case), as the note names it."""
     source = F.col("source")
-    anonymous = source["connector"].isNull() & source["version"].isNull()
     timeless = F.col("source_ts_raw").isNull()
     return ((source.isNull(), "no source block"),
-            (source.isNotNull() & anonymous & timeless, "a source block with neither connector, version nor a time"),
-            (source.isNotNull() & anonymous & ~timeless, "a source block with neither connector nor version"),
-            (source.isNotNull() & ~anonymous & timeless, "a source block without a time (ts_ms)"))
+            (source.isNotNull() & timeless, "a source block with neither connector, version nor a time"),
+            (source.isNotNull() & ~timeless, "a source block with neither connector nor version"))
 
 
 def _foreign_message(when: Column, n: Column) -> Column:

@@ -40,7 +40,7 @@ from cdc_monitor.generator.fault_rules import applicable_rules
 from cdc_monitor.generator.flavours import TABLES, TableDef
 from cdc_monitor.generator.lag_faults import LagFaults
 from cdc_monitor.generator.ordering_faults import OrderingFaults
-from cdc_monitor.generator.records import STANDALONE_EV, Label, Rec, serialize
+from cdc_monitor.generator.records import STANDALONE_EV, Label, Rec, drop_fine_times, serialize
 from cdc_monitor.generator.snapshot_faults import SnapshotFaults
 from cdc_monitor.generator.wire_faults import WireFaults
 
@@ -265,8 +265,17 @@ class FaultPlan(LagFaults, WireFaults, SnapshotFaults, OrderingFaults):
         self.label(BEFORE_AFTER_MISMATCH.name, rec)
 
     def _missing_source_field(self, txn_no: int, hooks: dict[str, Any]) -> None:
+        """A required source field dropped: with schemas the position field; without, the source time (ts_ms,
+        dtle's ts_sec): a Debezium record that lost its time is also invalid_source_ts's, never another
+        producer's (it still names its connector or version)."""
         rec = hooks["data_recs"][0]
-        del rec.value["source"][self.g.f.position_field]
+        src = rec.value["source"]
+        if self.g.schemas:
+            del src[self.g.f.position_field]
+        else:
+            del src["ts_sec" if "ts_sec" in src else "ts_ms"]
+            drop_fine_times(src)
+            self.label(INVALID_SOURCE_TS.name, rec)
         self.label(MISSING_SOURCE_FIELD.name, rec)
 
     def _invalid_position(self, txn_no: int, hooks: dict[str, Any]) -> None:

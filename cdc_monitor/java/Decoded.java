@@ -337,14 +337,15 @@ final class Decoded {
 
     /**
      * A change event written in Debezium's envelope by another producer (the column
-     * {@code foreign_producer}, which the checks read through decoding/events.py): no source block, a source block with neither
-     * {@code connector} nor {@code version} (Debezium's always names both), or one without a source
-     * time (Debezium's always has ts_ms; dtle's ts_sec, Cassandra's ts_micro). Its source-based rules
-     * are not judged: one note a topic says so instead.
+     * {@code foreign_producer}, which the checks read through decoding/events.py): one that gives no sign
+     * of being Debezium's, no source block or a source block with neither {@code connector} nor
+     * {@code version} (Debezium's always names both). Its source-based rules are not judged: one note a
+     * topic says so instead. A record that names a connector or a version is Debezium's whatever it
+     * lacks: a missing source time is its fault ({@code missing_source_field}, {@code invalid_source_ts}).
      */
     boolean foreignProducer() {
         return envelope() && (e.source == null
-                || (e.source(cfg, "connector") == null && e.source(cfg, "version") == null) || sourceTsRaw == null);
+                || (e.source(cfg, "connector") == null && e.source(cfg, "version") == null));
     }
 
     boolean snapshotEvent() {

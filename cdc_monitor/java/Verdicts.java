@@ -152,15 +152,18 @@ final class Verdicts {
         return String.format(Locale.US, "%.3f", us / 1000.0).replaceAll("\\.?0+$", "");
     }
 
-    /** A change event's or a snapshot record's source time (op r, or any op a source.snapshot flag marks: a
-     * snapshot's times are times too, though left out of lag); not a foreign producer's (no source time). */
+    /** A change event's source time, and a snapshot record's that has one (op r, or any op a source.snapshot
+     * flag marks: a snapshot's times are times too, though left out of lag); not a foreign producer's. A
+     * Debezium change event without a time is judged too: its missing field is also missing_source_field's. */
     private void lag() {
         boolean change = d.changeEvent();
         boolean debezium = !d.foreignProducer();
         boolean valid = validMs(d.sourceTsMs, d.sourceTsRaw);
-        if ((change || d.snapshotEvent()) && debezium && !valid) {  // (a Debezium source has a time)
+        boolean timedSnapshot = d.snapshotEvent() && d.sourceTsRaw != null;
+        if ((change || timedSnapshot) && debezium && !valid) {
             String hint = unitHint(d.sourceTsRaw);
-            add(INVALID_SOURCE_TS, "source timestamp " + d.sourceTsRaw + " is not an integer ms time between 2000 and 2100"
+            add(INVALID_SOURCE_TS, "source timestamp " + (d.sourceTsRaw == null ? "missing" : d.sourceTsRaw)
+                    + " is not an integer ms time between 2000 and 2100"
                     + (hint == null ? "" : ": it looks like " + hint + ", not milliseconds"));
         }
         if (!change) {
