@@ -195,6 +195,9 @@ def test_a_debezium_record_without_its_source_time_is_a_fault_in_every_flavour(s
     assert messages[("invalid_source_ts", "pos1.public.orders", 2)] == (
         "source timestamp missing is not an integer ms time between 2000 and 2100")
     assert result.summary["invalid_records"] == 0
+    # the lag table counts what the rule judged: the update's missing time, not the snapshot read's
+    lag = {r["topic"]: (r["count"], r["snapshot_excluded"], r["invalid_source_ts"]) for r in result.lag}
+    assert lag == {_topic(f): (2, 1, 1) for f in FLAVOURS}
 
 
 # -- 3. count mismatches beside malformed markers ---------------------------------------------------------------

@@ -73,9 +73,11 @@ def _valid_event_ts() -> Column:
 
 def _judged() -> Column:
     """The events whose source time is judged (``invalid_source_ts``, java/Verdicts.java): change events
-    and snapshot records (op r, or any op a source.snapshot flag marks: left out of lag, but a time of
-    0 is as implausible), Debezium's: another producer's (schema's non_debezium_producer) is not."""
-    return (F.col("change_event") | F.col("snapshot_event")) & ~foreign_producer()
+    and snapshot records that carry a time (op r, or any op a source.snapshot flag marks: left out of lag,
+    but a time of 0 is as implausible; one without is missing_source_field's alone), Debezium's: another
+    producer's (schema's non_debezium_producer) is not."""
+    timed_snapshot = F.col("snapshot_event") & F.col("source_ts_raw").isNotNull()
+    return (F.col("change_event") | timed_snapshot) & ~foreign_producer()
 
 
 def _record_lag_ms() -> Column:
