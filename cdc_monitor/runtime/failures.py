@@ -43,6 +43,7 @@ class SetupProblem(EnvironmentProblem):
 EXECUTOR_MODULES = ("pyarrow", "pandas", "confluent_kafka")
 CLUSTER_DOCS = 'docs/deploy.md, "Running on a cluster"'
 _WORKER_FAILED = ("Python worker failed to connect back", "Python worker exited unexpectedly")
+_TASK_WORKER = "An exception was thrown from the Python worker"  # Spark's words for a task's Python exception
 _TASK_HOST = re.compile(r"\(TID \d+\) \(([^\s()]+) executor ([^\s()]+)\)")
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
 _NO_CLASS = re.compile(r"(?:ClassNotFoundException|NoClassDefFoundError):? ([\w.$/]+)")
@@ -95,7 +96,12 @@ def setup_problem(err: BaseException | None) -> SetupProblem | None:
         return None
     text = str(err)
     task = _TASK_HOST.search(text)
-    where = f"executor {task.group(2)} on host {task.group(1)}" if task else f"the driver (host {socket.gethostname()})"
+    if task:
+        where = f"executor {task.group(2)} on host {task.group(1)}"
+    elif _TASK_WORKER in text:  # a task's worker, its host not in PySpark's text (a scan's reader)
+        where = "the executors"
+    else:  # the driver's own worker (planning a Python data source)
+        where = f"the driver (host {socket.gethostname()})"
     if missing := _NO_CLASS.search(text):
         return SetupProblem(f"{where} cannot load the class {missing.group(1)}: the jar holding it must be in "
                             '[spark] "spark.jars" (cdc-monitor adds its operator jar there; the executors fetch '
@@ -108,7 +114,7 @@ def setup_problem(err: BaseException | None) -> SetupProblem | None:
         why = f"{python} has no module '{module.group(1)}'"
     elif versions := _VERSION_MISMATCH.search(text):
         why = f"{python} is Python {versions.group(1)}, the driver {versions.group(2)}"
-    elif any(marker in text for marker in _WORKER_FAILED) and task is None:
+    elif any(marker in text for marker in _WORKER_FAILED) and where.startswith("the driver"):
         why = interpreter_lacks(python)  # the driver's own worker failed: ask its interpreter, here
     else:
         return None

@@ -95,6 +95,22 @@ def test_an_executors_missing_module_names_the_host_and_the_module(monkeypatch):
     assert "confluent-kafka" in line and '"spark.pyspark.python"' in line
 
 
+# a scan's reader failing on the executors, as PySpark raises it (a PythonException: no task, no host)
+READER_NO_KAFKA_CLIENT = (
+    "An exception was thrown from the Python worker:\nTraceback (most recent call last):\n  File \"./cdc_monitor-0.1.0"
+    "-be75335e7efe.zip/cdc_monitor/sources/kafka/datasource.py\", line 71, in read\n    yield from read_range(self.opts,"
+    " partition.rng)\n  File \"./cdc_monitor-0.1.0-be75335e7efe.zip/cdc_monitor/sources/kafka/reader.py\", line 70, in "
+    "read_range\n    from confluent_kafka import KafkaError, TopicPartition\nModuleNotFoundError: No module named "
+    "'confluent_kafka'")
+
+
+def test_a_readers_missing_module_on_the_executors_is_not_blamed_on_the_driver(monkeypatch):
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/env/bin/python")
+    line = str(failures.setup_problem(RuntimeError(READER_NO_KAFKA_CLIENT)))
+    assert "cannot run on the executors: /opt/env/bin/python has no module 'confluent_kafka'" in line
+    assert "the driver" not in line
+
+
 def test_another_python_version_on_an_executor_is_named():
     text = TASK + ("org.apache.spark.api.python.PythonException: pyspark.errors.exceptions.base.PySparkRuntimeError: "
                    "[PYTHON_VERSION_MISMATCH] Python in worker has different version: 3.10 than that in driver: 3.11, "
