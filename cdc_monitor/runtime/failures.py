@@ -108,6 +108,9 @@ def setup_problem(err: BaseException | None) -> SetupProblem | None:
                             f"those jars from the driver, which they must reach) ({CLUSTER_DOCS})")
     python = os.environ.get("PYSPARK_PYTHON") or "python3"  # what PySpark's workers run (runtime/session.py sets it)
     if (module := _NO_MODULE.search(text)) and module.group(1).split(".")[0] == "cdc_monitor":
+        if where.startswith("the driver"):  # the worker planning a stream gets no addPyFile package
+            return SetupProblem(f"Spark's Python worker on {where}, planning the Kafka stream, cannot import cdc_monitor: "
+                                f"install cdc-monitor in {python} on that host ({CLUSTER_DOCS})")
         return SetupProblem(f"Spark's Python worker on {where} did not receive the cdc_monitor package the driver "
                             f"ships (addPyFile): the executors must reach the driver ({CLUSTER_DOCS})")
     if module:

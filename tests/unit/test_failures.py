@@ -130,6 +130,16 @@ def test_the_package_the_driver_ships_missing_says_the_executors_must_reach_the_
     assert "did not receive the cdc_monitor package" in line and "spark.pyspark.python" not in line
 
 
+def test_the_driver_planning_a_stream_without_the_package_says_to_install_it_there(monkeypatch):
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/env/bin/python")
+    text = ("[PYTHON_DATA_SOURCE_ERROR] Failed to plan Python data source initialize source: Traceback (most recent "
+            "call last):\n  File \".../pyspark/sql/streaming/python_streaming_source_runner.py\", line 227, in main\n"
+            "ModuleNotFoundError: No module named 'cdc_monitor'\n SQLSTATE: 38000\n=== Streaming Query ===")
+    line = str(failures.setup_problem(RuntimeError(text)))
+    assert "the driver (host " in line and "install cdc-monitor in /opt/env/bin/python" in line
+    assert "must reach the driver" not in line
+
+
 def test_a_broker_failure_and_this_process_s_own_import_error_are_not_setup_problems():
     assert failures.setup_problem(RuntimeError(BROKER_DOWN)) is None  # watch keeps its back-off
     assert failures.setup_problem(ModuleNotFoundError("No module named 'great_expectations'")) is None
