@@ -4,7 +4,9 @@ one engine batch per micro-batch, metrics served on /metrics until SIGTERM/SIGIN
 
 A failing micro-batch is never skipped: the query stops with the error, the exporter keeps the
 last good snapshot and counts the failure, and the query is restarted from its checkpoint (the
-failed batch is planned again from the same offsets) after a back-off.
+failed batch is planned again from the same offsets) after a back-off. A failure every retry
+would repeat (the cluster cannot run a Python worker or load a class: runtime/failures.py) stops
+the watch instead, with its fix-it line (exit 2).
 """
 
 from __future__ import annotations
@@ -194,6 +196,11 @@ class Watcher:
             if self.stopping.is_set():
                 break
             err = self.query.exception()
+            from cdc_monitor.runtime.failures import setup_problem
+
+            if (problem := setup_problem(err)) is not None:  # the cluster cannot run it: every retry fails alike
+                self._shutdown()
+                raise problem
             self.failures += 1
             self.up = False
             first = (str(err).strip().splitlines() or ["stopped"])[0][:300] if err else "query stopped"
