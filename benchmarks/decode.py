@@ -17,19 +17,7 @@ import time
 from argparse import Namespace
 from pathlib import Path
 
-from benchmarks.harness import HERE, capture, child, measurement, table, tree_of, trees
-
-
-def _cpu_seconds() -> float:
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for pid in tree_of(os.getpid()):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+from benchmarks.harness import HERE, capture, child, cpu_seconds, measurement, table, trees
 
 
 def child_rates(paths: list[str], runs: int) -> None:
@@ -52,12 +40,12 @@ def child_rates(paths: list[str], runs: int) -> None:
     for name, frame in {"read": records.select(F.col("value").cast("string"), F.col("key").cast("string")),
                         "decode": decode_records(records, **session)}.items():
         frame.write.format("noop").mode("overwrite").save()  # warm
-        times, cpu = [], _cpu_seconds()
+        times, cpu = [], cpu_seconds()
         for _ in range(runs):
             started = time.perf_counter()
             frame.write.format("noop").mode("overwrite").save()
             times.append(time.perf_counter() - started)
-        out[name] = {"best_s": round(min(times), 2), "cpu_us": round((_cpu_seconds() - cpu) / runs / n * 1e6, 1)}
+        out[name] = {"best_s": round(min(times), 2), "cpu_us": round((cpu_seconds() - cpu) / runs / n * 1e6, 1)}
     print(json.dumps(out))
 
 

@@ -110,6 +110,20 @@ def tree_of(root: int) -> list[int]:
     return pids
 
 
+def cpu_seconds(root: int | None = None) -> float:
+    """User and system CPU seconds of ``root``'s process tree so far (this process by default: in local
+    mode the driver JVM, with the executors, and the Python workers are its children)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in tree_of(root or os.getpid()):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def rss(pid: int) -> tuple[int, str]:
     """Resident bytes of ``pid`` and its kind (jvm, python, other)."""
     try:

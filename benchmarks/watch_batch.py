@@ -2,7 +2,8 @@
 quantiles into batches of ~``--batch`` records, run through watch's real streaming query (the stateful
 operator on RocksDB, then the engine) from Parquet files (tests/support/watch_stream.py); each batch's
 seconds, its stages and its planning (Structured Streaming's ``queryPlanning``, the checks' ``plan
-checks``); the first batch is cold. ``--plain``: no transaction metadata and no schemas. ``--timeline``:
+checks``) and each stage's CPU (the process tree's: in local mode the driver JVM runs the executors);
+the first batch is cold. ``--plain``: no transaction metadata and no schemas. ``--timeline``:
 from Spark's event log, per batch the time its Spark jobs ran, their SQL executions and the longest
 stretch with no job running (the driver planning)."""
 
@@ -15,11 +16,12 @@ import time
 from argparse import Namespace
 from pathlib import Path
 
-from benchmarks.harness import child, measurement, option, table, trees
+from benchmarks.harness import child, cpu_seconds, measurement, option, table, trees
 
 
 def child_batches(events: int, batch: int, plain: bool, timeline: bool) -> None:
     from cdc_monitor.runtime.session import get_spark
+    from cdc_monitor.watch import batch as watch_batch
     from cdc_monitor.watch.batch import WatchSettings
     from tests.support import watch_stream
 
@@ -29,6 +31,7 @@ def child_batches(events: int, batch: int, plain: bool, timeline: bool) -> None:
         spark = get_spark(conf={"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(log),
                                 "spark.eventLog.compress": "false"} if timeline else None)
         spans = _timed(watch_stream)
+        cpu = _stage_cpu(watch_batch)
         kw = {"schemas": False, "transaction_metadata": False} if plain else {}
         watch_stream.stage_stream(spark, Path(tmp), events, batch, **kw)
         progress: list[dict] = []
@@ -37,7 +40,8 @@ def child_batches(events: int, batch: int, plain: bool, timeline: bool) -> None:
             spark.stop()  # the event log is complete once the application ends
         planned = {p["batchId"]: p["durationMs"].get("queryPlanning", 0) / 1000 for p in progress}
         batches = [{"records": o.records, "seconds": o.seconds, "query_planning_s": planned.get(o.batch_id),
-                    "checks_planning_s": o.stages.get("plan checks"), "stages": o.stages} for o in outcomes]
+                    "checks_planning_s": o.stages.get("plan checks"), "stages": o.stages,
+                    "cpu_s": cpu.get(id(o.stages), {})} for o in outcomes]
         if timeline:
             for b, placed in zip(batches, timelines(log, spans), strict=True):
                 b["timeline"] = placed
@@ -53,9 +57,10 @@ def batch(opts: Namespace) -> None:
         got = child("benchmarks.watch_batch:child_batches", opts.events[0], opts.batch, opts.plain, opts.timeline, tree=tree).json()
         warm = statistics.median(b["seconds"] for b in got[1:] or got)
         table(f"{name}: batches of ~{opts.batch:,} records (the first cold); warm median {warm:.2f} s",
-              ["batch", "records", "seconds", "query planning (s)", "checks planning (s)", *(["timeline"] if opts.timeline else [])],
-              [[i, b["records"], b["seconds"], b["query_planning_s"], b["checks_planning_s"],
-                *([json.dumps(b["timeline"])] if opts.timeline else [])] for i, b in enumerate(got)])
+              ["batch", "records", "seconds", "query planning (s)", "checks planning (s)", "CPU (s)",
+               "CPU by stage (s)", *(["timeline"] if opts.timeline else [])],
+              [[i, b["records"], b["seconds"], b["query_planning_s"], b["checks_planning_s"], round(sum(b["cpu_s"].values()), 2),
+                json.dumps(b["cpu_s"]), *([json.dumps(b["timeline"])] if opts.timeline else [])] for i, b in enumerate(got)])
 
 
 def _timed(module) -> list[tuple[float, float]]:  # type: ignore[no-untyped-def]
@@ -72,6 +77,27 @@ def _timed(module) -> list[tuple[float, float]]:  # type: ignore[no-untyped-def]
 
     module.process_batch = timed
     return spans
+
+
+def _stage_cpu(module) -> dict[int, dict[str, float]]:  # type: ignore[no-untyped-def]
+    """Each batch's CPU seconds per stage (the process tree's, beside the seconds its clock logs), by
+    the id of the batch's ``stages`` dict (the outcome carries that dict)."""
+    by_batch: dict[int, dict[str, float]] = {}
+
+    class CpuClock(module._Clock):  # type: ignore[name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.cpu_mark, self.cpu = cpu_seconds(), {}
+            by_batch[id(self.stages)] = self.cpu
+
+        def __call__(self, stage: str) -> None:
+            super().__call__(stage)
+            now = cpu_seconds()
+            self.cpu[stage] = round(now - self.cpu_mark, 2)
+            self.cpu_mark = now
+
+    module._Clock = CpuClock
+    return by_batch
 
 
 def timelines(log: Path, spans: list[tuple[float, float]]) -> list[dict[str, float]]:

@@ -1,12 +1,14 @@
 """watch's state with many distinct keys: ``--keys`` inserts, each of a new key of one MySQL table (or,
-``--traffic``, the generator's MySQL traffic of --keys events), streamed through watch's real query (the
+``--traffic``, the generator's traffic of --keys events: MySQL, or ``--flavour``'s), streamed through watch's real query (the
 stateful operator on RocksDB, then the engine) in micro-batches of ``--batch`` records from Parquet
 files, as ``benchmarks batch`` does. After every batch (stderr): the keys so far, its seconds, the driver's
 Python RSS, the JVM's, the Python workers' and the state store's rows. ``--bytes``: the checkpoint after
 the last batch, on disk, per state row (the whole Spark checkpoint folder, its retained versions included,
 over ``numRowsTotal``: the state bytes per live key); ``--changelog on|off`` and ``--retain N`` compare
-RocksDB changelog checkpointing and ``spark.sql.streaming.minBatchesToRetain``.
-``python -m benchmarks watch-keys [--keys N] [--batch N] [--traffic] [--bytes] [--baseline TREE]``, or
+RocksDB changelog checkpointing and ``spark.sql.streaming.minBatchesToRetain``; ``--max-keys N`` is watch's
+``[watch] max_keys`` (key histories held at most; 0: only the TTL bounds them).
+``python -m benchmarks watch-keys [--keys N] [--batch N] [--traffic] [--flavour F] [--max-keys N] [--bytes]
+[--baseline TREE]``, or
 ``python -m benchmarks.watch_keys`` with the same options."""
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from argparse import Namespace
 from pathlib import Path
 
 from benchmarks.harness import child, log, measurement, option, rss, table, tree_of, trees
+from cdc_monitor.generator.flavours import FLAVOURS
 
 TOPIC = "mysql_server_1.inventory.customers"
 BASE_MS = 1_767_225_603_000
@@ -47,7 +50,8 @@ def insert_frame(spark, first: int, count: int):
         F.lit(None).cast(KAFKA_SCHEMA["headers"].dataType).alias("headers"))
 
 
-def child_keys(keys: int, batch: int, changelog: str | None, retain: int | None, traffic: bool) -> None:
+def child_keys(keys: int, batch: int, changelog: str | None, retain: int | None, flavour: str | None,
+               max_keys: int | None) -> None:
     from cdc_monitor.watch import carry
 
     flag = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
@@ -78,19 +82,20 @@ def child_keys(keys: int, batch: int, changelog: str | None, retain: int | None,
         log(json.dumps(rows[-1]))
 
     with tempfile.TemporaryDirectory(prefix="cdc-watch-keys-") as tmp:
-        if traffic:
-            stage_stream(spark, Path(tmp), events=keys, batch=batch)
+        if flavour:
+            stage_stream(spark, Path(tmp), events=keys, batch=batch, flavour=flavour)
         else:
             stage([insert_frame(spark, first, min(batch, keys - first)) for first in range(0, keys, batch)], Path(tmp) / "in")
         progress: list = []
-        run_stream(spark, Path(tmp) / "in", Path(tmp) / "ckpt", WatchSettings(), observe=observe, progress=progress)
+        settings = WatchSettings() if max_keys is None else WatchSettings(max_keys=max_keys)
+        run_stream(spark, Path(tmp) / "in", Path(tmp) / "ckpt", settings, observe=observe, progress=progress)
         took = time.perf_counter() - started
         disk = sum(p.stat().st_size for p in (Path(tmp) / "ckpt" / "spark").rglob("*") if p.is_file())
         last_rows = sum(o.get("numRowsTotal", 0) for o in (progress[-1].get("stateOperators") or []))
     print(json.dumps({"batches": len(rows), "seconds": round(took, 1), "records_per_s": round(keys / took),
                       "state_rows": last_rows, "checkpoint_bytes": disk, "bytes_per_row": round(disk / max(last_rows, 1), 1),
                       "changelog": carry.STREAM_CONF.get(flag, "false"),
-                      "retain": carry.STREAM_CONF["spark.sql.streaming.minBatchesToRetain"],
+                      "retain": carry.STREAM_CONF["spark.sql.streaming.minBatchesToRetain"], "max_keys": settings.max_keys,
                       "driver_python_rss_mb": [rows[0]["driver_python_rss_mb"], max(r["driver_python_rss_mb"] for r in rows)],
                       "jvm_rss_mb": [rows[0]["jvm_rss_mb"], rows[-1]["jvm_rss_mb"]]}))
 
@@ -99,15 +104,18 @@ def child_keys(keys: int, batch: int, changelog: str | None, retain: int | None,
              option("--bytes", action="store_true", help="the checkpoint's bytes per state row after the last batch"),
              option("--changelog", choices=["on", "off"], help="RocksDB changelog checkpointing (default: the tree's)"),
              option("--retain", type=int, help="spark.sql.streaming.minBatchesToRetain"),
-             option("--traffic", action="store_true", help="the generator's MySQL traffic instead of inserts"), events="0")
+             option("--traffic", action="store_true", help="the generator's traffic (--flavour's) instead of inserts"),
+             option("--flavour", choices=sorted(FLAVOURS), help="--traffic of this generator flavour (default mysql)"),
+             option("--max-keys", type=int, help="watch's [watch] max_keys (default: its default; 0: only the TTL)"), events="0")
 def watch_keys(opts: Namespace) -> None:
     """watch's state with many keys: the memory of driver and JVM, and (--bytes) the state bytes per key."""
-    got = {k: child("benchmarks.watch_keys:child_keys", opts.keys, opts.batch, opts.changelog, opts.retain, opts.traffic,
-                    tree=t).json() for k, t in trees(opts, "watch").items()}
-    what = "the generator's MySQL traffic" if opts.traffic else "inserts of new keys"
-    cols = ["state_rows", "checkpoint_bytes", "bytes_per_row", "changelog", "retain"] if opts.bytes else \
+    flavour = opts.flavour or ("mysql" if opts.traffic else None)
+    got = {k: child("benchmarks.watch_keys:child_keys", opts.keys, opts.batch, opts.changelog, opts.retain, flavour,
+                    opts.max_keys, tree=t).json() for k, t in trees(opts, "watch").items()}
+    what = f"the generator's {flavour} traffic" if flavour else "inserts of new keys"
+    cols = ["state_rows", "checkpoint_bytes", "bytes_per_row", "changelog", "retain", "max_keys"] if opts.bytes else \
         ["seconds", "records_per_s", "driver_python_rss_mb", "jvm_rss_mb", "state_rows"]
-    table(f"{opts.keys:,} {'events' if opts.traffic else 'keys'} of {what}, batches of {opts.batch:,}", ["tree", *cols],
+    table(f"{opts.keys:,} {'events' if flavour else 'keys'} of {what}, batches of {opts.batch:,}", ["tree", *cols],
           [[k, *(json.dumps(r[c]) if isinstance(r[c], list) else r[c] for c in cols)] for k, r in got.items()])
 
 

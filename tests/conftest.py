@@ -12,7 +12,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # out a long test started last
 LONG_FIRST = (
     "tests/test_broker_faults.py::",
-    "tests/test_connect.py::",  # a Connect server and a client process scanning every flavour: ~2 min together
+    "tests/test_connect.py::",  # a Connect server and a client process scanning the seeds, one flavour and a Kafka window
     "tests/test_large_groups.py::",
     "tests/test_avro.py::test_avro_from_kafka",
     "tests/test_kafka_source.py::test_cli_generate_to_kafka_then_scan_a_time_window_on_a_cluster",
@@ -95,13 +95,20 @@ def scan(spark):
 
 
 @pytest.fixture(scope="session")
-def kafka_broker(tmp_path_factory):
-    """bootstrap servers of an Apache Kafka broker started once for the session (per xdist worker)."""
+def kafka(tmp_path_factory):
+    """An Apache Kafka broker started once for the session (per xdist worker): every test on its own
+    topics. tests/test_broker_faults.py kills it and starts it again (same ports and data) in one test."""
     from tests.support.broker import ApacheKafka
 
     broker = ApacheKafka(tmp_path_factory.mktemp("kafka"))
-    yield broker.bootstrap
+    yield broker
     broker.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(kafka):
+    """The session broker's bootstrap servers."""
+    return kafka.bootstrap
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,15 @@
-"""`cdc-monitor watch` end to end over one Apache Kafka broker of its own: a kill -9 mid-batch and a
-restart, then the broker misbehaving; exact counts on /metrics after each. One watch process reads
-two servers' traffic, so the suite starts one watch (and one broker) for all of it.
+"""`cdc-monitor watch` end to end over Apache Kafka: a kill -9 mid-batch and a restart, then the broker
+misbehaving; exact counts on /metrics after each. One watch process reads two servers' traffic, so the
+suite starts one watch for all of it, on the session's broker (conftest's ``kafka``, one start for every
+test of the worker) and topics no other test writes (``bfaults1``, ``bfsql1``); test 6 kills that broker
+and starts it again, and the fixture leaves it running whatever happens.
 
-- ``sqlserver1``: faulty SQL Server traffic with transactions and heartbeats, in two bursts
+- ``bfsql1``: faulty SQL Server traffic with transactions and heartbeats, in two bursts
   (transactions span them; the first burst's transaction markers arrive with the second). watch is
   killed -9 between saving its first batch and Spark committing it, the second burst is produced
   while it is down, and it restarts: every fault counted once, the re-run batch skipped, the
   newest transaction overdue past ``--grace``, the newest heartbeat, the state store's size.
-- ``faults1``: clean MySQL traffic on three topics (no fault of its own): ``customers`` gains a
+- ``bfaults1``: clean MySQL traffic on three topics (no fault of its own): ``customers`` gains a
   partition, ``orders`` loses records to DeleteRecords (what retention does) while watch is paused,
   ``products`` is deleted and created again with fewer records (its offsets go back), then the
   broker is killed and restarted. Pausing watch (SIGSTOP to its process group, the JVM included)
@@ -42,9 +44,9 @@ from cdc_monitor.sources.kafka.options import KafkaOptions
 from tests.support.broker import ApacheKafka, free_port
 from tests.support.promtools import get
 
-SERVER = "faults1"
+SERVER = "bfaults1"
 CUSTOMERS, ORDERS, PRODUCTS = (f"{SERVER}.inventory.{t}" for t in ("customers", "orders", "products"))
-SQLSERVER = "sqlserver1"
+SQLSERVER = "bfsql1"
 JOB = "broker-faults"
 
 
@@ -61,8 +63,8 @@ def total(samples: dict[str, list], name: str, **labels: str) -> float:
 
 
 class World:
-    def __init__(self, root) -> None:
-        self.broker = ApacheKafka(root / "kafka")
+    def __init__(self, root, broker: ApacheKafka) -> None:
+        self.broker = broker
         self.admin = AdminClient({"bootstrap.servers": self.broker.bootstrap})
         self.opts = KafkaOptions.from_options({"kafka.bootstrap.servers": self.broker.bootstrap})
         self.traffic = generate("mysql", events=300, seed=21, partitions=3, server=SERVER, transaction_metadata=False)
@@ -70,7 +72,8 @@ class World:
         self.head, self.tail1, self.tail2 = recs[:len(recs) * 7 // 10], recs[len(recs) * 7 // 10:len(recs) * 17 // 20], \
             recs[len(recs) * 17 // 20:]
         # each fault once; its records are all read before the broker's faults begin
-        self.faulty = generate("sqlserver", events=250, seed=17, faults=True, fault_repeats=1, heartbeats=True)
+        self.faulty = generate("sqlserver", events=250, seed=17, faults=True, fault_repeats=1, heartbeats=True,
+                               server=SQLSERVER)
         self.port = free_port()
         self.log = root / "watch.log"
         self.proc: subprocess.Popen | None = None
@@ -93,7 +96,7 @@ class World:
         produce_traffic(part, self.opts)
 
     def faulty_bursts(self) -> list[list]:
-        """sqlserver1's traffic in two bursts; the first burst's markers come with the second (the
+        """bfsql1's traffic in two bursts; the first burst's markers come with the second (the
         transaction topic exists from the start): the first batch holds transactions' events and
         no marker of their server yet."""
         recs = self.faulty.records
@@ -122,11 +125,11 @@ class World:
 
     @property
     def head_read_first(self) -> int:
-        """faults1's records before test 3 adds customers' third partition."""
+        """bfaults1's records before test 3 adds customers' third partition."""
         return len(self.head) - _sent(self.head, topic=CUSTOMERS, partition=2)
 
     def records(self, samples: dict[str, list]) -> int:
-        """faults1's records counted (sqlserver1's are all read by the first test)."""
+        """bfaults1's records counted (bfsql1's are all read by the first test)."""
         return int(total(samples, "cdc_records_total")) - len(self.faulty.records)
 
     def wait(self, done: Callable[[dict[str, list]], bool], what: str, timeout: float = 240) -> dict[str, list]:
@@ -154,7 +157,7 @@ class World:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(30)
-        self.broker.stop()
+        self.broker.ensure_running()  # (the session's: the tests after this module use it)
 
 
 def findings(samples: dict[str, list], server: str = SERVER) -> Counter:
@@ -166,8 +169,8 @@ def findings(samples: dict[str, list], server: str = SERVER) -> Counter:
 
 
 @pytest.fixture(scope="module")
-def world(request, tmp_path_factory):
-    w = World(tmp_path_factory.mktemp("broker-faults"))
+def world(request, tmp_path_factory, kafka):
+    w = World(tmp_path_factory.mktemp("broker-faults"), kafka)
     try:
         # customers starts with two partitions: its third partition's records wait for it (test 3)
         for topic, n in ((CUSTOMERS, 2), (ORDERS, 3), (PRODUCTS, 3)):
@@ -217,7 +220,7 @@ def test_2_the_batch_spark_runs_again_is_skipped_and_the_newest_transaction_is_o
         time.sleep(0.5)
     else:
         raise AssertionError("no overdue transaction, skipped re-run, completed window or state size reported")
-    assert total(samples, "cdc_window_transactions", status="overdue") == 1  # faults1 has no transactions
+    assert total(samples, "cdc_window_transactions", status="overdue") == 1  # bfaults1 has no transactions
     assert world.records(samples) == world.head_read_first  # none counted twice
     # the state lives in Spark's state store: its size is reported, the driver holds no per-key state
     assert total(samples, "cdc_monitor_state_driver_rss_bytes", job=JOB) > 0

@@ -11,8 +11,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 
+from cdc_monitor.checks.lag import INVALID_SOURCE_TS
 from cdc_monitor.errors import UsageError
+from cdc_monitor.gate.frames import events_frame
 from cdc_monitor.gate.suites import load_suite
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,3 +146,43 @@ def test_an_expectation_gx_cannot_build_is_never_dropped_silently(tmp_path, expe
         {"type": "expect_table_row_count_to_be_between", "kwargs": {"min_value": 1}}, expectation]}))
     with pytest.raises(UsageError, match=message):
         GateRunner().prepare([load_suite(path)])
+
+
+def test_events_frame_judges_source_times_as_invalid_source_ts_does(spark, tmp_path):
+    """events.source_ts_valid is invalid_source_ts's judgement: false on exactly the records the rule
+    finds (a snapshot read's source.ts_ms too: Debezium's snapshot records carry one), null where the
+    rule does not judge (a truncate, a message op), so the suite's expectation fails on those records only."""
+    from cdc_monitor.config import ScanConfig
+    from cdc_monitor.gate.evaluate import run_gate
+    from cdc_monitor.gate.gx_runner import GateRunner
+    from cdc_monitor.generator import generate
+    from cdc_monitor.generator.kcat_writer import write_capture
+    from cdc_monitor.generator.records import drop_fine_times
+    from cdc_monitor.pipeline import run_scan
+    from cdc_monitor.sources.capture import read_capture
+
+    traffic = generate("mysql", events=300, seed=21)
+    data = [r for r in traffic.records if isinstance(r.value, dict) and isinstance(r.value.get("source"), dict)]
+    snapshot_read = next(r for r in data if r.value["op"] == "r")
+    changes = [r for r in data if r.value["op"] in ("c", "u")]
+    for rec, op in ((snapshot_read, "r"), (changes[0], "c"), (changes[1], "t"), (changes[2], "m")):
+        rec.value["op"] = op
+        rec.value["source"]["ts_ms"] = 0
+        drop_fine_times(rec.value["source"])
+    write_capture(traffic, tmp_path / "times.jsonl")
+    suite = load_suite(ROOT / "expectations" / "events.json")
+    runner = GateRunner()
+    runner.prepare([suite])
+    scanned = run_scan(read_capture(spark, [str(tmp_path / "times.jsonl")]), ScanConfig(), keep_events=True)
+    try:
+        frame = events_frame(scanned.events_frame)
+        zeroed = frame.where("source_ts_ms = 0").select("op", "source_ts_valid").collect()
+        assert sorted(r["op"] for r in zeroed) == ["c", "m", "r", "t"]  # the four, each a data event
+        assert {r["op"]: r["source_ts_valid"] for r in zeroed} == {"r": False, "c": False, "t": None, "m": None}
+        found = sum(int(c["count"]) for c in scanned.finding_counts if c["rule"] == INVALID_SOURCE_TS.name)
+        assert found == frame.where(~F.col("source_ts_valid")).count() == 2
+        outcome = next(o for o in run_gate(scanned, [suite], runner).outcomes
+                       if o.kwargs.get("column") == "source_ts_valid")
+        assert not outcome.success and outcome.result["unexpected_count"] == found
+    finally:
+        scanned.release()

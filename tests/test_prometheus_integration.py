@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -82,19 +83,46 @@ def reconcile_snapshot() -> MetricsSnapshot:
 
 
 @pytest.fixture(scope="module")
-def stack(faulty_snapshot, tmp_path_factory):
-    """exporter + pushgateway (a scheduled scan's push) + Prometheus scraping both, rules loaded."""
+def stack(request, tmp_path_factory):
+    """exporter + pushgateway (a scheduled scan's push) + Prometheus scraping both, rules loaded. The
+    exporter starts empty, as watch's does before its first batch; the servers start (a thread) while
+    the faulty scan runs (``faulty_snapshot``), then the exporter serves it and the scan is pushed."""
     root = tmp_path_factory.mktemp("stack")
-    exporter = MetricsServer("127.0.0.1", 0, faulty_snapshot)
-    gateway = start_pushgateway(root)
-    batch = MetricsSnapshot(**{**faulty_snapshot.__dict__, "job": "nightly-scan", "totals": None})
-    push(batch, gateway.url)
-    push(reconcile_snapshot(), gateway.url)
+    exporter = MetricsServer("127.0.0.1", 0)
     shipped = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text())
-    targets = {"cdc-monitor-watch": f"127.0.0.1:{exporter.port}", "pushgateway": gateway.url.removeprefix("http://")}
-    assert {j["job_name"] for j in shipped["scrape_configs"]} == set(targets)
     assert [Path(f).name for f in shipped["rule_files"]] == [f.name for f in RULE_FILES]
-    prom = start_prometheus(root, [targets[j["job_name"]] for j in shipped["scrape_configs"]], list(map(str, RULE_FILES)))
+    started: dict[str, object] = {}
+
+    def start_servers() -> None:
+        try:
+            started["gateway"] = gateway = start_pushgateway(root)
+            targets = {"cdc-monitor-watch": f"127.0.0.1:{exporter.port}", "pushgateway": gateway.url.removeprefix("http://")}
+            started["jobs"] = {j["job_name"] for j in shipped["scrape_configs"]} == set(targets)
+            started["prom"] = start_prometheus(root, [targets[j["job_name"]] for j in shipped["scrape_configs"]],
+                                               list(map(str, RULE_FILES)))
+        except BaseException as err:  # (raised in the test's thread below)
+            started["error"] = err
+
+    starting = threading.Thread(target=start_servers)
+    starting.start()
+    try:
+        faulty_snapshot = request.getfixturevalue("faulty_snapshot")
+    finally:
+        starting.join()
+    try:
+        if "error" in started:
+            raise started["error"]  # type: ignore[misc]
+        assert started["jobs"]  # the shipped scrape config names the exporter and the gateway
+        gateway, prom = started["gateway"], started["prom"]
+        exporter.update(faulty_snapshot)
+        batch = MetricsSnapshot(**{**faulty_snapshot.__dict__, "job": "nightly-scan", "totals": None})
+        push(batch, gateway.url)
+        push(reconcile_snapshot(), gateway.url)
+    except BaseException:
+        for server in (started.get("prom"), started.get("gateway"), exporter):
+            if server is not None:
+                server.stop()
+        raise
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         up = query(prom, "sum(up)")["data"]["result"]
@@ -244,8 +272,6 @@ def _group_text(gateway, job: str) -> str:
 def _rewritten_while_read(path: Path, snapshots: list, writes: int = 150) -> tuple[list[bytes | None], int]:
     """Rewrite ``path`` ``writes`` times, cycling through the snapshots, while a thread reads it as fast
     as it can. Returns every distinct content read (None: the file was missing) and how many reads."""
-    import threading
-
     seen: set[bytes | None] = set()
     reads, done = 0, threading.Event()
 

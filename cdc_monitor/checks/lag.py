@@ -80,6 +80,13 @@ def _judged() -> Column:
     return (F.col("change_event") | timed_snapshot) & ~foreign_producer()
 
 
+def judged_source_ts_valid() -> Column:
+    """``invalid_source_ts``'s judgement of an event's source time: true or false where the rule judges
+    (change events and snapshot records, Debezium's), null elsewhere (truncates, messages, another
+    producer's). The lag table and the gate's events frame both read it."""
+    return F.when(_judged(), _valid_source_ts())
+
+
 def _record_lag_ms() -> Column:
     # the record time is the capture's or broker's: any value, so the difference may overflow (null then)
     return F.try_subtract(F.col("record_ts_ms"), F.col("source_ts_ms"))
@@ -121,7 +128,7 @@ def lag_table(events: DataFrame) -> DataFrame:
     valid = _valid_source_ts()
     lagged = decoded_data(events).select(
         *GROUP, change.alias("change"), F.col("snapshot_event").alias("snap"),
-        F.when(_judged(), valid).alias("source_ts_valid"),
+        judged_source_ts_valid().alias("source_ts_valid"),
         F.when(change & valid & _valid_event_ts(), lag_us()).alias("lag_us"),
         F.when(change & valid, _record_lag_ms()).alias("record_lag_ms"),
         F.when(change & valid, F.col("source_ts_ms")).alias("valid_source_ts_ms"),

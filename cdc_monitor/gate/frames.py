@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from cdc_monitor.checks.lag import INVALID_SOURCE_TS, decoded_data, with_lag
+from cdc_monitor.checks.lag import INVALID_SOURCE_TS, decoded_data, judged_source_ts_valid, with_lag
 from cdc_monitor.checks.transactions import COLLECTION_COUNT_MISMATCH, COUNT_MISMATCH, ORDER_GAP, ORPHAN_EVENT
 from cdc_monitor.vocabulary import TX_STATUSES
 
@@ -23,12 +23,14 @@ LAG_COLUMNS = ["server", "topic", "table", "count", "p50_ms", "p95_ms", "p99_ms"
 
 
 def events_frame(events: DataFrame) -> DataFrame:
-    """One row per decoded data event; lag only where it is defined (non-snapshot c/u/d)."""
+    """One row per decoded data event; lag only where it is defined (non-snapshot c/u/d); source_ts_valid
+    where ``invalid_source_ts`` judges the source time (c/u/d and snapshot records, null elsewhere)."""
     lagged = with_lag(decoded_data(events))
     change = F.col("change_event")
     return lagged.select(
         "server", "table", "topic", "partition", "offset", "op",
-        F.col("snapshot_event").alias("snapshot"), "ts_ms", "source_ts_ms", "source_ts_valid",
+        F.col("snapshot_event").alias("snapshot"), "ts_ms", "source_ts_ms",
+        judged_source_ts_valid().alias("source_ts_valid"),
         F.when(change, F.col("lag_ms")).alias("lag_ms"), F.when(change, F.col("record_lag_ms")).alias("record_lag_ms"),
     )
 

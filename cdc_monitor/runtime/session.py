@@ -4,7 +4,7 @@ overridden), and the session's capabilities, decided once (``SessionCaps``).
 Local mode binds to loopback, turns the UI off and keeps shuffles small. On a cluster, pass
 ``--master``/``--conf`` (or set ``CDC_MONITOR_SPARK_MASTER``) and these defaults step aside.
 
-What a session can do (classic or Spark Connect, local or a cluster, the JVM door to the operators
+What a session can do (classic or Spark Connect, the JVM door to the operators
 jar, generated code for large windows, where Spark's progress comes from) is one value made here
 (``capabilities``), handed to the engine, the checks, history, progress and watch: nothing else asks
 the session what it is. The runtime modules import one way: settings <- jvm <- connect <- session
@@ -57,7 +57,6 @@ class SessionCaps:
 
     spark: SparkSession
     connect: bool  # a Spark Connect client (runtime/connect.py): no JVM in this process
-    local: bool  # local mode: this process's JVM runs the tasks (a Connect client: False, wherever its server runs)
 
     @property
     def jvm(self) -> bool:
@@ -101,8 +100,7 @@ def is_connect(spark: Any) -> bool:
 
 def capabilities(spark: SparkSession) -> SessionCaps:
     """What ``spark`` can do (``SessionCaps``): asked here, once per run, and handed down."""
-    connect = is_connect(spark)
-    return SessionCaps(spark, connect, local=not connect and str(spark.sparkContext.master).startswith("local"))
+    return SessionCaps(spark, is_connect(spark))
 
 
 def _check_java() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -31,12 +31,28 @@ if TYPE_CHECKING:
     from cdc_monitor.reconcile.outcome import ReconcileOutcome, TableReconcile
     from cdc_monitor.sinks.web_config import WebConfig
     from cdc_monitor.verbs.scan import Outcome as ScanOutcome
-    from cdc_monitor.watch.runner import WatchProgress
 
 QUANTILES = (("0.5", "p50_ms"), ("0.95", "p95_ms"), ("0.99", "p99_ms"), ("1", "max_ms"))
 KNOWN_OPS = frozenset(OPS)  # other op values are grouped: labels stay bounded
 # overdue: open longer than watch's grace period (quiet systems delay END legitimately)
 TX_STATUSES = tuple(s.value for s in TxStatus)  # watch adds overdue to a window's statuses
+
+
+class WatchMetrics(Protocol):
+    """What ``MetricsSnapshot.from_outcome`` reads of ``watch``'s progress (watch/runner.py's
+    ``WatchProgress``): declared here, so this sink never imports watch (watch imports it)."""
+
+    metrics_kind: ClassVar[str]
+    last: Any  # the last batch's outcome (lag, events, findings, records, invalid_records, seconds), or None
+    transactions: dict[str, dict[str, int]]
+    totals: dict[str, list[dict[str, Any]]]
+    finished_at: float | None
+    failures: int
+    up: bool
+    heartbeats: list[dict[str, Any]]
+    state: dict[str, float]
+
+
 @dataclass
 class MetricsSnapshot:
     """The numbers a run produced, in label-ready form (``from_outcome``)."""
@@ -60,7 +76,7 @@ class MetricsSnapshot:
     lineage: Mapping[str, int] | None = None  # --openlineage: the run's events delivered and failed
 
     @classmethod
-    def from_outcome(cls, outcome: ScanResult | ScanOutcome | WatchProgress | ReconcileOutcome, job: str) -> MetricsSnapshot:
+    def from_outcome(cls, outcome: ScanResult | ScanOutcome | WatchMetrics | ReconcileOutcome, job: str) -> MetricsSnapshot:
         """The one way a run's outcome becomes metrics, whichever transport takes them (the
         exporter ``watch`` serves, a Pushgateway push, a node_exporter textfile): a scanned
         window (or the ``scan`` verb's outcome), ``watch``'s progress so far, a reconciliation."""

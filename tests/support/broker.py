@@ -118,6 +118,11 @@ class ApacheKafka:
         if self.server is not None:
             self.server.kill()
 
+    def ensure_running(self) -> None:
+        """Started again if it was killed (a test that kills the session's broker leaves it running)."""
+        if self.server is None or self.server.proc.poll() is not None:
+            self.start()
+
     def stop(self) -> None:
         if self.server is not None:
             self.server.stop()

@@ -45,8 +45,8 @@ def batches_prorated(records: DataFrame, cuts: int, ahead: bool = False) -> list
     return [ranked.where(F.col("_b") == i).drop("_b") for i in range(cuts)]
 
 
-def stage_stream(spark: SparkSession, folder: Path, events: int, batch: int, **traffic: object) -> int:
-    """A clean MySQL stream (``generate`` options in ``traffic``) written to ``folder``/c.jsonl, cut
+def stage_stream(spark: SparkSession, folder: Path, events: int, batch: int, flavour: str = "mysql", **traffic: object) -> int:
+    """A clean stream of ``flavour`` (``generate`` options in ``traffic``) written to ``folder``/c.jsonl, cut
     at record-time quantiles into batches of ~``batch`` records and staged in ``folder``/in, one
     file per batch (the benchmarks' micro-batches). Returns the number of records."""
     from pyspark.sql import functions as F
@@ -55,7 +55,7 @@ def stage_stream(spark: SparkSession, folder: Path, events: int, batch: int, **t
     from cdc_monitor.generator.kcat_writer import write_capture
     from cdc_monitor.sources.capture import read_capture
 
-    write_capture(generate("mysql", events=events, seed=3, **traffic), folder / "c.jsonl")
+    write_capture(generate(flavour, events=events, seed=3, **traffic), folder / "c.jsonl")
     records = read_capture(spark, [str(folder / "c.jsonl")]).records.cache()
     ts = sorted(r[0] for r in records.select(F.unix_millis("timestamp")).collect())
     k = max(1, len(ts) // batch)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from enum import IntEnum
+from typing import Any
 
 
 class Gap(IntEnum):
@@ -26,13 +27,7 @@ def gap_value(first: int, last: int) -> bytes:
     return json.dumps({"from": first, "to": last}).encode()
 
 
-def gap_batch(topic: str, partition: int, gap: Gap, first: int, last: int):
-    """One gap row as an Arrow batch of the reader's schema."""
-    import pyarrow as pa
-
-    from cdc_monitor.sources.kafka.reader import arrow_schema
-
-    schema = arrow_schema()
-    row = {"key": None, "value": gap_value(first, last), "topic": topic, "partition": partition, "offset": int(gap),
-           "timestamp": None, "timestampType": 0, "headers": None}
-    return pa.RecordBatch.from_pylist([row], schema=schema)
+def gap_row(topic: str, partition: int, gap: Gap, first: int, last: int) -> dict[str, Any]:
+    """One gap row, in the Kafka source's columns (the reader makes it a batch of its schema)."""
+    return {"key": None, "value": gap_value(first, last), "topic": topic, "partition": partition, "offset": int(gap),
+            "timestamp": None, "timestampType": 0, "headers": None}

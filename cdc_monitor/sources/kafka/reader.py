@@ -17,7 +17,7 @@ from typing import Any
 
 from cdc_monitor.errors import InputError
 from cdc_monitor.sources.kafka.client import new_consumer
-from cdc_monitor.sources.kafka.gaps import Gap, gap_batch
+from cdc_monitor.sources.kafka.gaps import Gap, gap_row
 from cdc_monitor.sources.kafka.options import KafkaOptions
 from cdc_monitor.sources.kafka.planner import OffsetRange
 
@@ -32,6 +32,13 @@ def arrow_schema():
         ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
         ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
     ])
+
+
+def _gap_batch(topic: str, partition: int, gap: Gap, first: int, last: int):
+    """One gap row (gaps.py) as an Arrow batch of the reader's schema."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pylist([gap_row(topic, partition, gap, first, last)], schema=arrow_schema())
 
 
 class _Columns:
@@ -79,7 +86,7 @@ def read_range(opts: KafkaOptions, rng: OffsetRange, batch_rows: int = BATCH_ROW
     try:
         start, end = rng.start, rng.end
         if went_back:  # the partition's log is a new one: its records from its log start
-            yield gap_batch(rng.topic, rng.partition, Gap.OFFSETS_RESET, start, end)
+            yield _gap_batch(rng.topic, rng.partition, Gap.OFFSETS_RESET, start, end)
             start = consumer.get_watermark_offsets(tp, timeout=opts.timeout_s, cached=False)[0]
             if end <= start:
                 return
@@ -108,7 +115,7 @@ def read_range(opts: KafkaOptions, rng: OffsetRange, batch_rows: int = BATCH_ROW
                         # the log no longer holds the offset asked for (retention, DeleteRecords, before
                         # or while this range is read): tell, and go on from the log start
                         low = consumer.get_watermark_offsets(tp, timeout=opts.timeout_s, cached=False)[0]
-                        yield gap_batch(rng.topic, rng.partition, Gap.RECORDS_LOST, next_offset, min(low, end))
+                        yield _gap_batch(rng.topic, rng.partition, Gap.RECORDS_LOST, next_offset, min(low, end))
                         next_offset = low
                         done = low >= end
                         if not done:
