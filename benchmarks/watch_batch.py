@@ -2,10 +2,12 @@
 quantiles into batches of ~``--batch`` records, run through watch's real streaming query (the stateful
 operator on RocksDB, then the engine) from Parquet files (tests/support/watch_stream.py); each batch's
 seconds, its stages and its planning (Structured Streaming's ``queryPlanning``, the checks' ``plan
-checks``) and each stage's CPU (the process tree's: in local mode the driver JVM runs the executors);
-the first batch is cold. ``--plain``: no transaction metadata and no schemas. ``--timeline``:
-from Spark's event log, per batch the time its Spark jobs ran, their SQL executions and the longest
-stretch with no job running (the driver planning)."""
+checks``); the first batch is cold. Per batch, from Spark's own listener (its event log): the Spark
+jobs and stages the batch ran (a job belongs to the batch whose ``streaming.sql.batchId`` it carries),
+the executors' CPU per stage (``executorCpuTime``) and the driver's CPU (the driver's Python process,
+and the JVM's CPU less its executors' in local mode, where they share the JVM). ``--plain``: no
+transaction metadata and no schemas. ``--timeline``: per batch the time its Spark jobs ran, their SQL
+executions and the longest stretch with no job running (the driver planning)."""
 
 from __future__ import annotations
 
@@ -16,12 +18,11 @@ import time
 from argparse import Namespace
 from pathlib import Path
 
-from benchmarks.harness import child, cpu_seconds, measurement, option, table, trees
+from benchmarks.harness import child, measurement, option, table, trees
 
 
 def child_batches(events: int, batch: int, plain: bool, timeline: bool) -> None:
     from cdc_monitor.runtime.session import get_spark
-    from cdc_monitor.watch import batch as watch_batch
     from cdc_monitor.watch.batch import WatchSettings
     from tests.support import watch_stream
 
@@ -29,21 +30,25 @@ def child_batches(events: int, batch: int, plain: bool, timeline: bool) -> None:
         log = Path(tmp) / "events"
         log.mkdir()
         spark = get_spark(conf={"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(log),
-                                "spark.eventLog.compress": "false"} if timeline else None)
-        spans = _timed(watch_stream)
-        cpu = _stage_cpu(watch_batch)
+                                "spark.eventLog.compress": "false"})
+        spans = _timed(watch_stream, _jvm_cpu())
         kw = {"schemas": False, "transaction_metadata": False} if plain else {}
         watch_stream.stage_stream(spark, Path(tmp), events, batch, **kw)
         progress: list[dict] = []
         outcomes, _ = watch_stream.run_stream(spark, Path(tmp) / "in", Path(tmp) / "ckpt", WatchSettings(), progress=progress)
-        if timeline:
-            spark.stop()  # the event log is complete once the application ends
+        spark.stop()  # the event log is complete once the application ends
         planned = {p["batchId"]: p["durationMs"].get("queryPlanning", 0) / 1000 for p in progress}
         batches = [{"records": o.records, "seconds": o.seconds, "query_planning_s": planned.get(o.batch_id),
-                    "checks_planning_s": o.stages.get("plan checks"), "stages": o.stages,
-                    "cpu_s": cpu.get(id(o.stages), {})} for o in outcomes]
+                    "checks_planning_s": o.stages.get("plan checks"), "stages": o.stages} for o in outcomes]
+        for b, (_, _, py_cpu, jvm_cpu), spark_jobs in zip(batches, spans, jobs_by_batch(log, [o.batch_id for o in outcomes]),
+                                                                strict=True):
+            executors = sum(st["executor_cpu_s"] for j in spark_jobs for st in j["stages"])
+            b["profile"] = {"jobs": len(spark_jobs), "stages": sum(len(j["stages"]) for j in spark_jobs),
+                            "executor_cpu_s": round(executors, 3), "driver_python_cpu_s": round(py_cpu, 3),
+                            "driver_jvm_cpu_s": round(jvm_cpu - executors, 3) if jvm_cpu is not None else None,
+                            "spark_jobs": spark_jobs}
         if timeline:
-            for b, placed in zip(batches, timelines(log, spans), strict=True):
+            for b, placed in zip(batches, timelines(log, [(a, z) for a, z, _, _ in spans]), strict=True):
                 b["timeline"] = placed
     print(json.dumps(batches))
 
@@ -57,47 +62,103 @@ def batch(opts: Namespace) -> None:
         got = child("benchmarks.watch_batch:child_batches", opts.events[0], opts.batch, opts.plain, opts.timeline, tree=tree).json()
         warm = statistics.median(b["seconds"] for b in got[1:] or got)
         table(f"{name}: batches of ~{opts.batch:,} records (the first cold); warm median {warm:.2f} s",
-              ["batch", "records", "seconds", "query planning (s)", "checks planning (s)", "CPU (s)",
-               "CPU by stage (s)", *(["timeline"] if opts.timeline else [])],
-              [[i, b["records"], b["seconds"], b["query_planning_s"], b["checks_planning_s"], round(sum(b["cpu_s"].values()), 2),
-                json.dumps(b["cpu_s"]), *([json.dumps(b["timeline"])] if opts.timeline else [])] for i, b in enumerate(got)])
+              ["batch", "records", "seconds", "query planning (s)", "checks planning (s)", "Spark jobs", "stages",
+               "executor CPU (s)", "driver JVM CPU (s)", "driver Python CPU (s)", *(["timeline"] if opts.timeline else [])],
+              [[i, b["records"], b["seconds"], b["query_planning_s"], b["checks_planning_s"], b["profile"]["jobs"],
+                b["profile"]["stages"], b["profile"]["executor_cpu_s"], b["profile"]["driver_jvm_cpu_s"],
+                b["profile"]["driver_python_cpu_s"], *([json.dumps(b["timeline"])] if opts.timeline else [])]
+               for i, b in enumerate(got)])
+        warm_batches = got[1:] or got
+        table(f"{name}: the warm batches' Spark stages (summed over {len(warm_batches)} batches, "
+              f"{sum(b['records'] for b in warm_batches):,} records)",
+              ["job", "stage", "tasks", "executor CPU (s)", "executor CPU a record (us)"],
+              per_stage(warm_batches))
 
 
-def _timed(module) -> list[tuple[float, float]]:  # type: ignore[no-untyped-def]
-    """(start, end) epoch seconds of each micro-batch the stream applies."""
-    spans: list[tuple[float, float]] = []
+def per_stage(batches: list[dict]) -> list[list[object]]:
+    """The batches' stages summed by their place (the job's rank in its batch and the stage's name)."""
+    records = sum(b["records"] for b in batches) or 1
+    summed: dict[tuple[int, str], list[float]] = {}
+    for b in batches:
+        for rank, job in enumerate(b["profile"]["spark_jobs"]):
+            for st in job["stages"]:
+                got = summed.setdefault((rank, st["name"]), [0, 0.0])
+                got[0] += st["tasks"]
+                got[1] += st["executor_cpu_s"]
+    return [[rank, name, tasks, round(cpu, 3), round(cpu / records * 1e6, 1)] for (rank, name), (tasks, cpu) in summed.items()]
+
+
+def _jvm_cpu():  # type: ignore[no-untyped-def]
+    """The driver JVM's CPU seconds so far, a function (the ``java`` process this one started, read from
+    /proc: None where there is none). In local mode it includes the executors'."""
+    import os
+
+    def children(pid: int) -> list[int]:
+        try:
+            kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            return []
+        return [k for kid in kids for k in (int(kid), *children(int(kid)))]
+
+    java = [p for p in children(os.getpid()) if Path(f"/proc/{p}/comm").read_text().strip() == "java"]
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu() -> float | None:
+        if not java:
+            return None
+        fields = Path(f"/proc/{java[0]}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return cpu
+
+
+def _timed(module, jvm_cpu) -> list[tuple[float, float, float, float | None]]:  # type: ignore[no-untyped-def]
+    """(start, end) epoch seconds of each micro-batch the stream applies, the driver Python process's
+    CPU seconds and the driver JVM's within it."""
+    spans: list[tuple[float, float, float, float | None]] = []
     apply = module.process_batch
 
     def timed(*args, **kwargs):  # type: ignore[no-untyped-def]
-        start = time.time()
+        start, cpu, jvm = time.time(), time.process_time(), jvm_cpu()
         try:
             return apply(*args, **kwargs)
         finally:
-            spans.append((start, time.time()))
+            after = jvm_cpu()
+            spans.append((start, time.time(), time.process_time() - cpu,
+                          after - jvm if after is not None and jvm is not None else None))
 
     module.process_batch = timed
     return spans
 
 
-def _stage_cpu(module) -> dict[int, dict[str, float]]:  # type: ignore[no-untyped-def]
-    """Each batch's CPU seconds per stage (the process tree's, beside the seconds its clock logs), by
-    the id of the batch's ``stages`` dict (the outcome carries that dict)."""
-    by_batch: dict[int, dict[str, float]] = {}
+def _events(log: Path):  # type: ignore[no-untyped-def]
+    for path in log.rglob("*"):
+        if path.is_file() and not path.name.startswith("."):
+            for line in path.read_text().splitlines():
+                yield json.loads(line)
 
-    class CpuClock(module._Clock):  # type: ignore[name-defined]
-        def __init__(self) -> None:
-            super().__init__()
-            self.cpu_mark, self.cpu = cpu_seconds(), {}
-            by_batch[id(self.stages)] = self.cpu
 
-        def __call__(self, stage: str) -> None:
-            super().__call__(stage)
-            now = cpu_seconds()
-            self.cpu[stage] = round(now - self.cpu_mark, 2)
-            self.cpu_mark = now
-
-    module._Clock = CpuClock
-    return by_batch
+def jobs_by_batch(log: Path, batch_ids: list[int]) -> list[list[dict]]:
+    """Per micro-batch (by id), the Spark jobs Spark's listener saw it run (a job's ``streaming.sql.batchId``
+    property), each with its stages: name (the call site), tasks and the executors' CPU seconds."""
+    stage_of: dict[int, dict] = {}
+    jobs: dict[int, dict] = {}
+    for event in _events(log):
+        kind = event["Event"]
+        if kind == "SparkListenerJobStart":
+            batch_id = (event.get("Properties") or {}).get("streaming.sql.batchId")
+            jobs[event["Job ID"]] = {"batch": None if batch_id is None else int(batch_id), "stage_ids": event["Stage IDs"]}
+        elif kind == "SparkListenerStageCompleted":
+            info = event["Stage Info"]
+            cpu = sum(int(a.get("Value", 0)) for a in info.get("Accumulables", [])
+                      if a.get("Name") == "internal.metrics.executorCpuTime")
+            stage_of[info["Stage ID"]] = {"name": info["Stage Name"], "tasks": info["Number of Tasks"],
+                                          "executor_cpu_s": round(cpu / 1e9, 4)}
+    out: dict[int, list[dict]] = {b: [] for b in batch_ids}
+    for job_id in sorted(jobs):
+        job = jobs[job_id]
+        if job["batch"] in out:  # (a skipped stage never completes: it ran in an earlier job)
+            out[job["batch"]].append({"job": job_id, "stages": [stage_of[s] for s in job["stage_ids"] if s in stage_of]})
+    return [out[b] for b in batch_ids]
 
 
 def timelines(log: Path, spans: list[tuple[float, float]]) -> list[dict[str, float]]:
@@ -105,20 +166,16 @@ def timelines(log: Path, spans: list[tuple[float, float]]) -> list[dict[str, flo
     event log (read once; one still running at its span's end counts up to that end)."""
     jobs: dict[int, list[float | None]] = {}
     sql: dict[int, list[float | None]] = {}
-    for path in log.rglob("*"):
-        if not path.is_file() or path.name.startswith("."):
-            continue
-        for line in path.read_text().splitlines():
-            event = json.loads(line)
-            kind = event["Event"]
-            if kind == "SparkListenerJobStart":
-                jobs[event["Job ID"]] = [event["Submission Time"] / 1000, None]
-            elif kind == "SparkListenerJobEnd":
-                jobs[event["Job ID"]][1] = event["Completion Time"] / 1000
-            elif kind.endswith("SQLExecutionStart"):
-                sql[event["executionId"]] = [event["time"] / 1000, None]
-            elif kind.endswith("SQLExecutionEnd") and event["executionId"] in sql:
-                sql[event["executionId"]][1] = event["time"] / 1000
+    for event in _events(log):
+        kind = event["Event"]
+        if kind == "SparkListenerJobStart":
+            jobs[event["Job ID"]] = [event["Submission Time"] / 1000, None]
+        elif kind == "SparkListenerJobEnd":
+            jobs[event["Job ID"]][1] = event["Completion Time"] / 1000
+        elif kind.endswith("SQLExecutionStart"):
+            sql[event["executionId"]] = [event["time"] / 1000, None]
+        elif kind.endswith("SQLExecutionEnd") and event["executionId"] in sql:
+            sql[event["executionId"]][1] = event["time"] / 1000
     return [_placed(list(jobs.values()), list(sql.values()), start, end) for start, end in spans]
 
 

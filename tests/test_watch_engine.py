@@ -18,7 +18,7 @@ from cdc_monitor.generator.kcat_writer import label_dicts, write_capture
 from cdc_monitor.generator.wire_faults import AVRO_WIRE_RULES
 from cdc_monitor.sources.capture import read_capture
 from cdc_monitor.watch.batch import WatchSettings, decoded_stream, overdue, process_batch
-from cdc_monitor.watch.carry import FACT, REST, carry_input
+from cdc_monitor.watch.carry import FACT, FOUND_COLUMN, FOUND_TYPE, REST, carry_input
 from cdc_monitor.watch.state import StateStore, WatchState
 from tests.registry_server import RegistryServer
 from tests.support.watch_stream import batches_prorated, run_stream, stage
@@ -132,7 +132,8 @@ def test_a_batch_without_a_servers_markers_leaves_its_open_transactions_open(spa
         F.col("topic").startswith("__debezium-heartbeat.")).limit(1)
     # what the operator emits for it: the record, new (its partition group's row)
     fed = carry_input(beat, WatchSettings().scan, caps)
-    out = fed.where(F.col(REST).isNotNull()).select(*FACT, REST, F.lit("new").alias("role"))
+    out = fed.where(F.col(REST).isNotNull()).select(*FACT, REST, F.lit(None).cast(FOUND_TYPE).alias(FOUND_COLUMN),
+                                                     F.lit("new").alias("role"))
     server = traffic.flavour.server
     state = WatchState(batch_id=4, open_txns={f"{server}|txn-7": 1_000.0})
     outcome, after = process_batch(caps, decoded_stream(out, WatchSettings().scan), 5, state, StateStore(tmp_path / "ckpt"),

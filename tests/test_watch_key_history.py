@@ -60,10 +60,17 @@ def run(spark, source: Path, checkpoint: Path, batches: list[list[dict]], first:
 
 
 def roles(rows: list) -> dict[str | None, list[tuple[int, int]]]:
+    """Per role, the records the rows are (the findings the groups' walks judged aside: ``found``)."""
     out: dict[str | None, list[tuple[int, int]]] = {}
     for r in sorted(rows, key=lambda r: (r["partition"], r["offset"])):
-        out.setdefault(r["role"], []).append((r["partition"], r["offset"]))
+        if r["role"] != carry.FOUND:
+            out.setdefault(r["role"], []).append((r["partition"], r["offset"]))
     return out
+
+
+def found(rows: list) -> list[tuple[str, int, int, bool]]:
+    """The findings the groups' walks judged: rule, partition, offset, whether only a partition read from its start has it."""
+    return sorted((r["found"]["rule"], r["partition"], r["offset"], r["found"]["first"]) for r in rows if r["role"] == carry.FOUND)
 
 
 def test_a_key_carries_its_last_records_per_partition_across_batches_and_a_restart(spark, tmp_path):
@@ -71,10 +78,14 @@ def test_a_key_carries_its_last_records_per_partition_across_batches_and_a_resta
     first = run(spark, tmp_path / "in", tmp_path / "ckpt",
                 [[rec(KEY, 0, 1), rec(KEY, 0, 3), rec(KEY, 0, 2), rec(KEY, 1, 9)]], 0, cfg)
     assert [roles(b) for b in first] == [{"new": [(0, 1), (0, 2), (0, 3), (1, 9)]}]
+    # the key pass judged in the operator: a key in two partitions (its home the one of its earliest record)
+    assert found(first[0]) == [("key_in_multiple_partitions", 1, 9, False)]
     # a new query on the same checkpoint: the state store resumes with the last 2 records per partition
     second = run(spark, tmp_path / "in", tmp_path / "ckpt", [[rec(KEY, 0, 4)], [rec(KEY, 0, 5)]], 1, cfg)
     assert [roles(b) for b in second] == [{"carried": [(0, 2), (0, 3), (1, 9)], "new": [(0, 4)]},
                                           {"carried": [(0, 3), (0, 4), (1, 9)], "new": [(0, 5)]}]
+    # a finding on a kept record was counted in its own batch; the key is still in two partitions (no missing_create)
+    assert [found(b) for b in second] == [[], []]
     carried = next(r for r in second[0] if r["role"] == "carried").asDict()
     # the record's facts travel unchanged, the group key (topic, key payload) with them; not its key
     # text (a finding on a carried record is not counted) nor its other columns (the new record's)
@@ -99,6 +110,9 @@ def test_a_keys_older_records_are_kept_thin_and_their_copies_still_found(spark, 
     batches = [[data(1, 11, "-1"), data(2, 22, "-2"), data(3, 33, "-3")],
                [{**data(4, 11, "-1"), "position": [1, 1], "txn_id": "tx1", "txn_total_order": 1}]]
     got = run(spark, tmp_path / "in", tmp_path / "ckpt", batches, 0, cfg)
+    # the key pass judged in the operator: an update first (only where the partition was read from its
+    # start), then a copy of the thin record at offset 1 processed again (found by its digest)
+    assert [found(b) for b in got] == [[("missing_create", 0, 1, True)], [("replayed_after_restart", 0, 4, False)]]
     carried = {r["offset"]: r.asDict() for r in got[1] if r["role"] == "carried"}
     assert sorted(carried) == [1, 2, 3]
     content = ("before", "after", "position", "value_hash", "txn_total_order", "update_hash")

@@ -110,14 +110,24 @@ def key_pass(from_start: str, distribute: bool) -> GroupPass:
         keep=("topic",), udf_args=("key_payload IS NOT NULL",))
 
 
-def ordering_sql(ctx: CheckContext) -> SqlFindings:
+# the key pass's findings watch's operator judged (java/KeyHistory.java: KeyJudge's walk of a key's kept
+# records and new ones), its ``found`` rows (the finding's location, and ``found``: rule, offsets, message,
+# ``first``) as the pass's output; a first-record finding holds only where its partition was read from its
+# start, which the driver knows (``from_start``, as the key pass reads it)
+_JUDGED = """(SELECT found.rule AS rule, topic, partition, offset, found.offsets AS offsets, key, txn_id,
+                     found.message AS message, server, `table`, record_ts_ms
+              FROM {{key_found}} WHERE NOT found.first OR {from_start})"""
+
+
+def ordering_sql(ctx: CheckContext, judged: bool = False) -> SqlFindings:
     """The ordering check's findings as SQL (checks/sql.py) over ``{events}``: the key pass, every
-    rule judged per key by ``KEY_JUDGE`` (one read of the events, one shuffle)."""
+    rule judged per key by ``KEY_JUDGE`` (one read of the events, one shuffle). ``judged``: the walks
+    ran already, in watch's operator; their findings are the relation ``{key_found}`` (``_JUDGED``)."""
     from_start, args = ctx.facts.from_start_sql()
     return SqlFindings(
         args=args,
-        passes=(key_pass(from_start, not ctx.placement.one_partition),),
-        selects=(judged_sql(RULES, "{key_findings}"),),
+        passes=() if judged else (key_pass(from_start, not ctx.placement.one_partition),),
+        selects=(judged_sql(RULES, _JUDGED.format(from_start=from_start) if judged else "{key_findings}"),),
     )
 
 

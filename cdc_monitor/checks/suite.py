@@ -39,13 +39,15 @@ class CheckedResult:
 
 
 def run_checks(events: DataFrame, ctx: CheckContext, *, fresh: DataFrame | None = None,
-               lag_scope: str | None = None) -> CheckedResult:
+               lag_scope: str | None = None, key_found: DataFrame | None = None) -> CheckedResult:
     """Every check over ``events`` (the window, with what watch carries from earlier batches).
 
     ``fresh``: the records per-record and per-topic rules judge (watch: the batch's new records;
     default all). ``lag_scope``: a SQL predicate, the records lag spikes run over (watch: new ones and the tails
     carried so a spike across batches counts once; default all). Nothing here runs a Spark job: the
-    window evaluation collects every frame (per-record rules: the decoder's verdicts)."""
+    window evaluation collects every frame (per-record rules: the decoder's verdicts). ``key_found``:
+    the key pass's findings where its walks ran already (watch: in its stateful operator; checks/ordering.py's
+    ``_JUDGED`` reads them), instead of the key pass over ``events``."""
     facts, config = ctx.facts, ctx.config
     fresh = events if fresh is None else fresh
     # a check whose input the window does not hold (``facts``) is not planned: it would find nothing
@@ -61,7 +63,8 @@ def run_checks(events: DataFrame, ctx: CheckContext, *, fresh: DataFrame | None 
     by_scope = {
         # what the record alone shows, judged by the decoder while it read the record
         "record": [verdict_findings(fresh)] if facts.has_verdicts else [],
-        "key": [findings_frame([ordering_sql(ctx)], relations, ctx.session)],
+        "key": [findings_frame([ordering_sql(ctx, judged=key_found is not None)],
+                               {**relations, **({"key_found": key_found} if key_found is not None else {})}, ctx.session)],
         "transaction": tx.findings if tx is not None else [],
         "table": [*([topic_findings(fresh)] if facts.has_topic_flags else []), findings_frame(per_table, relations, ctx.session)],
     }

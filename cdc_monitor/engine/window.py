@@ -72,6 +72,7 @@ class Scope(Protocol):
 
     def fresh(self, events: DataFrame) -> DataFrame | None: ...
     def lag_scope(self) -> str | None: ...
+    def key_found(self, ctx: CheckContext) -> DataFrame | None: ...
     def findings(self, checked: CheckedResult, events: DataFrame, ctx: CheckContext) -> list[DataFrame]: ...
     def parts(self, checked: CheckedResult, events: DataFrame, ctx: CheckContext) -> dict[str, DataFrame]: ...
     def series(self, events: DataFrame) -> FindingsSeries | None: ...
@@ -82,7 +83,8 @@ def evaluate(frames: WindowFrames, ctx: CheckContext, scope: Scope, planned: Cal
     """Plan every check over ``frames`` and collect what ``scope`` counts: one Spark job. ``planned``
     is called between planning and the collect (the callers time the two apart)."""
     events = frames.events
-    checked = run_checks(events, ctx, fresh=scope.fresh(events), lag_scope=scope.lag_scope())
+    checked = run_checks(events, ctx, fresh=scope.fresh(events), lag_scope=scope.lag_scope(),
+                         key_found=scope.key_found(ctx))
     found = [*scope.findings(checked, events, ctx), *frames.other_findings]
     if frames.driver_findings:
         found.append(events.sparkSession.createDataFrame(  # (they point at no record: no record time)
@@ -104,6 +106,9 @@ class WholeWindow:
         return None
 
     def lag_scope(self) -> str | None:
+        return None
+
+    def key_found(self, ctx: CheckContext) -> DataFrame | None:
         return None
 
     def findings(self, checked: CheckedResult, events: DataFrame, ctx: CheckContext) -> list[DataFrame]:
@@ -131,10 +136,12 @@ class NewRecords:
     """``watch``'s scope over a batch (see the module). ``events`` carry the flags ``is_new``,
     ``tail`` and ``candidate``; ``pending`` are the (topic, partition, ``end_offset``) of ENDs the
     carry operator still holds (judged in a later batch), ``known_final`` the coordinates of new
-    events of transactions finalized in an earlier batch (no orphans)."""
+    events of transactions finalized in an earlier batch (no orphans), ``found`` the key pass's
+    findings the operator's walks judged (its ``found`` rows: checks/ordering.py's ``ordering_sql``)."""
 
     pending: DataFrame
     known_final: DataFrame
+    found: DataFrame
     limit: int = 0
     history_step_ms: int | None = None  # watch --history: its interval (partial measurements, findings per interval)
     _judged: DataFrame | None = field(default=None, init=False, repr=False)  # (one scope per evaluation)
@@ -144,6 +151,9 @@ class NewRecords:
 
     def lag_scope(self) -> str | None:
         return "is_new OR tail"
+
+    def key_found(self, ctx: CheckContext) -> DataFrame | None:
+        return ctx.placement.single(self.found)
 
     def findings(self, checked: CheckedResult, events: DataFrame, ctx: CheckContext) -> list[DataFrame]:
         flags = events.select(*LOCATION, "is_new", "candidate")

@@ -29,8 +29,11 @@ import scala.jdk.javaapi.CollectionConverters;
  * records decoded once, before the operator) and describes the groups; this class holds them:
  *
  * <ul>
- *   <li>{@code K} topic, key: the facts of the key's last records per partition ({@link KeyHistory});</li>
- *   <li>{@code P} topic, partition: records with no key history, emitted {@code new}, no state;</li>
+ *   <li>{@code K} topic, key: the facts of the key's last records per partition ({@link KeyHistory}), and
+ *       the key pass judged there ({@link KeyHistory#judge}: KeyJudge's walk of the kept records and the
+ *       new ones, its findings on new records emitted {@code found});</li>
+ *   <li>{@code P} topic, partition: records with no key history, emitted {@code new}, no state (the copies
+ *       among their data events without a key judged alike);</li>
  *   <li>{@code S} server: open and pending transactions, orphan candidates, finalized ids and the
  *       data partitions' progress ({@link ServerContext});</li>
  *   <li>{@code L} server, table: the newest change event with a lag ({@link #tail});</li>
@@ -41,8 +44,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>Input rows ({@link #INPUT}): {@code ctx}, the record's facts ({@link #FACT}: what the checks read
  * from a record carried as context), the server and table groups' fields ({@link #FIELDS}; null for K
  * and P rows) and {@code rest}, the record's other decoded columns (null for S and L rows: only a K
- * or P group emits a record as {@code new}). Output rows ({@link #OUTPUT}): the facts, {@code rest}
- * (null on context rows) and the role. The state ({@link #STATE}) is the format version and the
+ * or P group emits a record as {@code new}). Output rows ({@link #output}): the facts, {@code rest}
+ * (null on context rows), {@code found} (a {@link #FINDING}, on {@code found} rows only) and the role. The state ({@link #STATE}) is the format version and the
  * group's state as compact bytes ({@link Codec}, one schema per kind: {@link #KSTATE},
  * {@link #SSTATE}, {@link #LSTATE}, {@link #BSTATE}); a state of another version is refused (a
  * checkpoint of another cdc-monitor). The vocabulary (roles, group kinds, the separator) is
@@ -57,7 +60,7 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
     public static final int VERSION = 3;
 
     public static final String NEW = "new", CARRIED = "carried", CANDIDATE = "candidate", TAIL = "tail",
-            FINAL = "final", EVICTED = "evicted", PENDING = "pending", CAPPED = "capped";
+            FINAL = "final", EVICTED = "evicted", PENDING = "pending", CAPPED = "capped", FOUND = "found";
     public static final String KEY = "K", PARTITION = "P", SERVER = "S", LAG = "L", BUDGET = "~";
     public static final String SEP = "\u001f";
     /** skind: a transaction marker (BEGIN or END) or a data event naming a transaction. */
@@ -98,7 +101,8 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
             .add("collections", DataTypes.createArrayType(COLLECTION));
     static final int N = FACT.size();
     static final int F_TOPIC = 0, F_KEY = 10, F_KEY_PAYLOAD = FACT.fieldIndex("key_payload"),
-            F_KIND = FACT.fieldIndex("kind"), F_OP = FACT.fieldIndex("op");
+            F_KIND = FACT.fieldIndex("kind"), F_OP = FACT.fieldIndex("op"), F_RECORD_TS = FACT.fieldIndex("record_ts_ms"),
+            F_TXN = FACT.fieldIndex("txn_id"), F_SERVER = FACT.fieldIndex("server"), F_TABLE = FACT.fieldIndex("table");
     /** A data event's content as the checks' copies compare it (checks/ordering.py's CONTENT_HASH, over the
      * digests; K rows only): what a key's older records keep of their content ({@link KeyHistory}). */
     static final int F_CONTENT = FACT.fieldIndex("content_hash");
@@ -110,8 +114,18 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
     }
 
     public static StructType output(StructType rest) {
-        return concat(FACT, new StructType().add("rest", rest).add("role", S));
+        return concat(FACT, new StructType().add("rest", rest).add("found", FINDING).add("role", S));
     }
+
+    /** A finding a group's walk judged in the operator (role {@link #FOUND}; the row's facts say where it
+     * points: topic, partition, offset, record time, key, transaction, server, table): its rule, the offsets
+     * it names, its message, and whether it holds only where its partition was read from its start (the
+     * driver knows that: checks/ordering.py). */
+    public static final StructType FINDING = new StructType()
+            .add("rule", S)
+            .add("offsets", DataTypes.createArrayType(L))
+            .add("message", S)
+            .add("first", B);
 
     /** A held S row: the record's facts, its fields, the wall time (ms) it was first seen. */
     public static final StructType HELD = concat(FACT, FIELDS, new StructType().add("seen_ms", L));
@@ -346,12 +360,30 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
 
     /** An output row: the first {@link #N} fields of {@code rec}, {@code rest} and {@code role}. */
     static Row out(Row rec, Object rest, String role) {
-        Object[] v = new Object[N + 2];
+        Object[] v = new Object[N + 3];
         for (int i = 0; i < N; i++) {
             v[i] = rec.get(i);
         }
         v[N] = rest;
-        v[N + 1] = role;
+        v[N + 2] = role;
+        return RowFactory.create(v);
+    }
+
+    /** An output row of a finding {@code f} of KeyJudge's walk (its UDF's row: rule, partition, offset,
+     * offsets, key, txn_id, message, server, table, record_ts_ms) on a record of {@code topic}. */
+    static Row found(String topic, Row f, boolean first) {
+        Object[] v = new Object[N + 3];
+        v[F_TOPIC] = topic;
+        v[1] = f.get(1);
+        v[2] = f.get(2);
+        v[F_RECORD_TS] = f.get(9);
+        v[F_KEY] = f.get(4);
+        v[F_TXN] = f.get(5);
+        v[F_SERVER] = f.get(7);
+        v[F_TABLE] = f.get(8);
+        v[N + 1] = RowFactory.create(f.get(0), f.get(3) instanceof List<?> l ? seq(new ArrayList<>(l)) : f.get(3),
+                f.get(6), first);
+        v[N + 2] = FOUND;
         return RowFactory.create(v);
     }
 
@@ -388,9 +420,18 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
         Row held = checked(state.exists() ? state.get() : null);
         List<Row> out = new ArrayList<>();
         if (ctx.startsWith(PARTITION)) {
+            List<Row> keyless = new ArrayList<>();  // (data events without a key: their copies are judged)
             while (rows.hasNext()) {
                 Row r = rows.next();
-                out.add(out(record(r), r.get(REST), NEW));
+                Row rec = record(r);
+                out.add(out(rec, r.get(REST), NEW));
+                if (!rec.isNullAt(F_CONTENT)) {
+                    keyless.add(rec);
+                }
+            }
+            if (!keyless.isEmpty()) {
+                keyless.sort(java.util.Comparator.comparingLong(r -> r.getLong(2)));
+                KeyHistory.judge(keyless.get(0).getString(F_TOPIC), keyless, null, false, out);
             }
             return out.iterator();
         }
@@ -481,13 +522,15 @@ public final class Carry implements FlatMapGroupsWithStateFunction<String, Row, 
     /** {@code vocabulary}: the roles, group kinds, separator and fed columns, for the tests that hold Python's equal. */
     public static void main(String[] args) {
         if (args.length == 1 && args[0].equals("vocabulary")) {
-            System.out.println("roles " + String.join(" ", NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING, CAPPED));
+            System.out.println("roles " + String.join(" ", NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING, CAPPED,
+                    FOUND));
             System.out.println("kinds " + String.join(" ", KEY, PARTITION, SERVER, LAG, BUDGET));
             System.out.println("skinds " + MARKER + " " + DATA);
             System.out.println("sep " + (int) SEP.charAt(0));
             System.out.println("input " + String.join(" ", input(new StructType()).fieldNames()));
             System.out.println("output " + String.join(" ", output(new StructType()).fieldNames()));
             System.out.println("version " + VERSION);
+            System.out.println("finding " + FINDING.simpleString());
             return;
         }
         System.err.println("usage: Carry vocabulary");

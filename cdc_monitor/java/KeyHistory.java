@@ -134,6 +134,9 @@ final class KeyHistory {
             out.add(Carry.out(fresh.get(i), rests.get(i), Carry.NEW));
         }
         merged.sort(Comparator.comparingInt((Row r) -> r.getInt(1)).thenComparingLong(r -> r.getLong(2)));
+        Set<Row> isNew = Collections.newSetFromMap(new IdentityHashMap<>());
+        isNew.addAll(fresh);
+        judge(topic, merged, isNew, true, out);
         Map<Integer, Integer> left = new HashMap<>();  // per partition, how many more to keep
         List<Row> kept = new ArrayList<>();
         for (int i = merged.size() - 1; i >= 0; i--) {
@@ -158,6 +161,65 @@ final class KeyHistory {
         state.update(Carry.pack(RowFactory.create(now, Carry.seq(kept), Carry.seq(thinned)), Carry.KSTATE, ctx));
         state.setTimeoutDuration(cfg.maxKeys > 0 ? Math.max(1, Math.min(cfg.reviewMs, cfg.ttlMs)) : cfg.ttlMs);
     }
+
+    /**
+     * The key pass of a key's records (or, {@code keyed} false, of a topic partition's data events without
+     * a key: their copies only) in the operator: {@code records}, its kept records' facts and the batch's new
+     * ones in {@link KeyJudge#ORDER}, walked by KeyJudge's walk, each data event's copies found among them as
+     * the scan's window finds them (the first earlier record of its partition with its content, {@link
+     * Carry#F_CONTENT}); the findings pointing at a record of {@code fresh} (null: every record is new) added
+     * to {@code out} as {@link Carry#FOUND} rows. A finding on a kept record was counted in its own batch.
+     */
+    static void judge(String topic, List<Row> records, Set<Row> fresh, boolean keyed, List<Row> out) {
+        KeyJudge.Walk walk = new KeyJudge.Walk(keyed, null);
+        Map<Integer, Map<Long, Row>> firsts = new HashMap<>();  // per partition, each content's first record
+        List<Row> found = new ArrayList<>();
+        List<Row> first = new ArrayList<>();
+        Set<List<Object>> at = new HashSet<>();  // the new records' partition and offset
+        for (Row r : records) {
+            Row copied = null;
+            if (!r.isNullAt(Carry.F_CONTENT)) {
+                copied = firsts.computeIfAbsent(r.getInt(1), p -> new HashMap<>()).putIfAbsent(r.getLong(Carry.F_CONTENT), r);
+            }
+            if (fresh == null || fresh.contains(r)) {
+                at.add(List.of(r.getInt(1), r.getLong(2)));
+            }
+            walk.accept(rec(r, copied), found);
+        }
+        walk.end(found, first);
+        for (Row f : found) {
+            if (at.contains(List.of(f.getInt(1), f.getLong(2)))) {
+                out.add(Carry.found(topic, f, false));
+            }
+        }
+        for (Row f : first) {
+            if (at.contains(List.of(f.getInt(1), f.getLong(2)))) {
+                out.add(Carry.found(topic, f, true));
+            }
+        }
+    }
+
+    /** A record's facts as KeyJudge reads it (checks/ordering.py's key records), {@code copied} the first
+     * record of its partition with its content when it is a copy of one; from its partition's start (the
+     * driver keeps a first-record finding only where it was: KeyJudge.Walk.end's {@code first}). */
+    private static KeyJudge.Rec rec(Row r, Row copied) {
+        Long copyOf = copied == null ? null : copied.getLong(2);
+        return new KeyJudge.Rec(r.getInt(1), r.getLong(2), r.isNullAt(Carry.F_RECORD_TS) ? null : r.getLong(Carry.F_RECORD_TS),
+                TOMBSTONE_KIND.equals(r.getString(Carry.F_KIND)), r.getString(Carry.F_OP),
+                r.isNullAt(SNAPSHOT) ? null : r.getBoolean(SNAPSHOT),
+                r.isNullAt(POSITION) ? null : r.getList(POSITION), processed(r), true, r.getString(Carry.F_KEY),
+                r.getString(Carry.F_TXN), r.getString(Carry.F_SERVER), r.getString(Carry.F_TABLE), copyOf,
+                copied == null ? null : processed(copied));
+    }
+
+    /** When the connector processed a record (checks/ordering.py's PROCESSED): ts_us as text, else ts_ms as sent. */
+    private static String processed(Row r) {
+        return !r.isNullAt(TS_US) ? Long.toString(r.getLong(TS_US)) : r.getString(TS_MS_RAW);
+    }
+
+    static final int SNAPSHOT = Carry.FACT.fieldIndex("snapshot"), POSITION = Carry.FACT.fieldIndex("position"),
+            TS_US = Carry.FACT.fieldIndex("ts_us"), TS_MS_RAW = Carry.FACT.fieldIndex("ts_ms_raw");
+    private static final String TOMBSTONE_KIND = "tombstone";  // (the events' kind of a tombstone)
 
     /**
      * What no kept record keeps: its topic, key payload (the group's key says them), key text (a finding on

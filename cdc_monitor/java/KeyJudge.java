@@ -63,21 +63,34 @@ public final class KeyJudge implements UDF2<scala.collection.Seq<Row>, Boolean, 
 
         /** The record at fields {@code b..} of {@code r}. */
         Rec(Row r, int b) {
-            partition = r.getInt(b);
-            offset = r.getLong(b + 1);
-            recordTs = r.isNullAt(b + 2) ? null : r.getLong(b + 2);
-            tombstone = !r.isNullAt(b + 3) && r.getBoolean(b + 3);
-            op = r.getString(b + 4);
-            snapshot = r.isNullAt(b + 5) ? null : r.getBoolean(b + 5);
-            position = r.isNullAt(b + 6) ? null : CollectionConverters.asJava(r.<Object>getSeq(b + 6));
-            processed = r.getString(b + 7);
-            fromStart = !r.isNullAt(b + 8) && r.getBoolean(b + 8);
-            key = r.getString(b + 9);
-            txnId = r.getString(b + 10);
-            server = r.getString(b + 11);
-            table = r.getString(b + 12);
-            copyOf = r.isNullAt(b + 13) ? null : r.getLong(b + 13);
-            copyOfProcessed = r.getString(b + 14);
+            this(r.getInt(b), r.getLong(b + 1), r.isNullAt(b + 2) ? null : r.getLong(b + 2),
+                    !r.isNullAt(b + 3) && r.getBoolean(b + 3), r.getString(b + 4),
+                    r.isNullAt(b + 5) ? null : r.getBoolean(b + 5),
+                    r.isNullAt(b + 6) ? null : CollectionConverters.asJava(r.<Object>getSeq(b + 6)), r.getString(b + 7),
+                    !r.isNullAt(b + 8) && r.getBoolean(b + 8), r.getString(b + 9), r.getString(b + 10),
+                    r.getString(b + 11), r.getString(b + 12), r.isNullAt(b + 13) ? null : r.getLong(b + 13),
+                    r.getString(b + 14));
+        }
+
+        /** A record from its fields (watch's operator feeds them from a record's facts: KeyHistory). */
+        Rec(int partition, long offset, Long recordTs, boolean tombstone, String op, Boolean snapshot,
+                List<Object> position, String processed, boolean fromStart, String key, String txnId, String server,
+                String table, Long copyOf, String copyOfProcessed) {
+            this.partition = partition;
+            this.offset = offset;
+            this.recordTs = recordTs;
+            this.tombstone = tombstone;
+            this.op = op;
+            this.snapshot = snapshot;
+            this.position = position;
+            this.processed = processed;
+            this.fromStart = fromStart;
+            this.key = key;
+            this.txnId = txnId;
+            this.server = server;
+            this.table = table;
+            this.copyOf = copyOf;
+            this.copyOfProcessed = copyOfProcessed;
         }
 
         boolean data() {
@@ -210,10 +223,17 @@ public final class KeyJudge implements UDF2<scala.collection.Seq<Row>, Boolean, 
 
         @Override
         public void end(List<Row> out) {
+            end(out, out);
+        }
+
+        /** {@link #end}, the findings judged only where a partition was read from its start (a first
+         * record's: missing_create, a first tombstone) added to {@code first} instead (watch's feeder
+         * knows that only on the driver). */
+        void end(List<Row> out, List<Row> first) {
             boolean multi = keyed && parts.size() > 1;
             for (Part p : parts) {
                 if (!multi) {
-                    out.addAll(p.pending);
+                    first.addAll(p.pending);
                 } else if (p.first.partition != home.partition) {
                     out.add(finding(KEY_IN_MULTIPLE_PARTITIONS, p.first, p.offsets,
                             "key also in partition " + home.partition + " of this topic"));

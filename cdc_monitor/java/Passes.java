@@ -40,12 +40,27 @@ public final class Passes {
     private Passes() {
     }
 
-    /** One group's judge, fed its records (of type {@code R}) in the pass's order. */
+    /**
+     * One group's judge, fed its records (of type {@code R}) in the pass's order. Two feeders, one walk:
+     *
+     * <ul>
+     *   <li>scan's ({@link #walk}, the judges' UDFs): a fresh walk per group, fed the window's records
+     *       in order, then {@link #end}: the group has ended;</li>
+     *   <li>watch's (the stateful operator, {@link Carry}: a stream that never ends): a walk per group
+     *       and micro-batch, fed in the pass's order what the group's state keeps of its earlier records
+     *       (their facts as compact bytes, {@link Codec}: what the walk's rules read of them) with the
+     *       batch's new records; {@link #end} means the batch has ended: what the group's records so far
+     *       show of its whole. Only a finding pointing at a new record counts (one pointing at an earlier
+     *       record was counted in that record's batch). What becomes final only with time (an END whose
+     *       events are on their way, an orphan candidate: {@link ServerContext}) is the operator's to
+     *       decide, not the walk's.</li>
+     * </ul>
+     */
     public interface Walk<R> {
         /** The next record, its findings added to {@code out}. */
         void accept(R record, List<Row> out);
 
-        /** The group has ended: what only its whole can show, added to {@code out}. */
+        /** The group has ended (a stream: the batch has): what only its whole can show, added to {@code out}. */
         void end(List<Row> out);
     }
 

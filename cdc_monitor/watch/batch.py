@@ -40,6 +40,8 @@ from cdc_monitor.vocabulary import TxStatus
 from cdc_monitor.watch.carry import (
     CANDIDATE,
     CONTEXT_ROLES,
+    FOUND,
+    FOUND_COLUMN,
     GAP_VALUE,
     LEFT_ROLES,
     MAX_KEYS,
@@ -62,6 +64,8 @@ if TYPE_CHECKING:
     from cdc_monitor.vocabulary import TopicRoles
 
 COORD = ["topic", "partition", "offset"]
+# a finding the operator judged: where it points and what it says (checks/ordering.py's ordering_sql reads it)
+KEY_FOUND = [*COORD, "record_ts_ms", "key", "txn_id", "server", "table", FOUND_COLUMN]
 # A batch of up to this many operator rows is checked in one partition (engine/cache.py), unless the
 # scan setting ``one_partition_rows`` says fewer. Lower than a scan's 25,000: one task leaves a core
 # idle (benchmarks.watch_batch, warm, 2 cores, measured when batches reused their plans: ~1k records
@@ -144,7 +148,7 @@ def process_batch(session: SessionCaps, frame: DataFrame, batch_id: int, state: 
         # per-partition facts and the census, in the one job; the checks never see them (nor the rows
         # of keys whose history left the store: offset -1 too)
         gap = (F.col("offset") < 0) & ~F.col("role").isin(*LEFT_ROLES)
-        census = census_frame(out, by=(F.col("role"), gap.alias("gap")), more=(F.collect_list(
+        census = census_frame(out.where(F.col("role") != FOUND), by=(F.col("role"), gap.alias("gap")), more=(F.collect_list(
             F.when(gap, F.struct("offset", F.col(GAP_VALUE).alias("value")))).alias("gaps"),)).collect()
         gaps = [GapRow.parse(r["topic"], r["partition"], g["offset"], g["value"]) for r in census for g in r["gaps"]]
         parts = _per_partition([r for r in census if not r["gap"]])
@@ -226,7 +230,7 @@ def decoded_stream(carried: DataFrame, cfg: ScanConfig) -> DataFrame:
 def _events(out: DataFrame, session: SessionCaps) -> DataFrame:
     """New records and their context (a record several groups carry, once), with flags: one
     SQL statement over the decoded rows (``decoded_stream``), one analysis."""
-    columns = [c for c in out.columns if c not in ("role", GAP_VALUE)]
+    columns = [c for c in out.columns if c not in ("role", GAP_VALUE, FOUND_COLUMN)]
     coord = set(COORD)
     # (a record several groups carry has the same facts in each, some left out by some: the first present)
     first = ", ".join(f"`{c}`" if c in coord else f"first(`{c}`, true) AS `{c}`" for c in columns)
@@ -271,6 +275,7 @@ def _check(out: DataFrame, events: DataFrame, census: list[Row], state: WatchSta
     scope = NewRecords(pending=out.where(F.col("role") == PENDING).select(
                            "topic", "partition", F.col("offset").alias("end_offset")),
                        known_final=out.where(F.col("role") == FINAL_ROLE).select(*COORD),
+                       found=out.where(F.col("role") == FOUND).select(*KEY_FOUND),
                        history_step_ms=cfg.history_interval_ms if cfg.history else None)
     got = evaluate(WindowFrames(events), CheckContext(session, facts, cfg, cache), scope,
                    planned=lambda: clock("plan checks"))

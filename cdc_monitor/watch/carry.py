@@ -62,18 +62,20 @@ FACT = ("topic", "partition", "offset", "record_ts_ms", "ts_ms", "ts_ms_raw", "s
         "key_payload", "status", "marker_id", "marker_key", "marker_event_count", "marker_collections", "update_hash",
         "value_hash", "value_schema_hash", "data_event", "change_event", "snapshot_event", "envelope", "has_message",
         "content_hash")
-CONTENT = "content_hash"  # a key's data event's content as the checks' copies compare it (K rows only)
+CONTENT = "content_hash"  # a data event's content as the key pass's copies compare it (the key pass's records only)
 SYNTHETIC = ("has_source", "source_lsn", "source_sequence", CONTENT)  # facts that are not events columns
 # the S and L groups' fields of a fed row (null on K and P rows); order_ts: the record time (an L row's: the event's ts_ms)
 FIELDS = ("skind", "sstatus", "txn", "order_ts", "tbl", "event_count", "collections")
 REST = "rest"  # a new record's other decoded columns (a struct; null on S and L rows and on context)
 FED = ("ctx", *FACT, *FIELDS, REST)  # the operator's input columns, in order (Carry.input)
-OUTPUT = (*FACT, REST, "role")
+FOUND_COLUMN = "found"  # a finding the operator's walks judged (null on records), of type Carry.FINDING:
+FOUND_TYPE = "struct<rule:string,offsets:array<bigint>,message:string,first:boolean>"
+OUTPUT = (*FACT, REST, FOUND_COLUMN, "role")
 OPERATOR_CLASS = "cdcmonitor.Carry"  # in cdc-monitor-operators.jar
 STATE_VERSION = 3  # Carry.VERSION: the state's format
-NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING, CAPPED = (
-    "new", "carried", "candidate", "tail", "final", "evicted", "pending", "capped")
-ROLES = (NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING, CAPPED)
+NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING, CAPPED, FOUND = (
+    "new", "carried", "candidate", "tail", "final", "evicted", "pending", "capped", "found")
+ROLES = (NEW, CARRIED, CANDIDATE, TAIL, FINAL, EVICTED, PENDING, CAPPED, FOUND)
 CONTEXT_ROLES = (CARRIED, CANDIDATE, TAIL)
 LEFT_ROLES = {EVICTED: "ttl", CAPPED: "max_keys"}  # a key's history dropped, and why (cdc_monitor_state_keys_evicted_total)
 GAP_VALUE = "gap_value"  # a gap row's value (sources/kafka/gaps.py), carried past the decoder
@@ -185,15 +187,19 @@ def carry_input(stream: DataFrame, scan: ScanConfig, session: SessionCaps) -> Da
     lag = ("source_ts_valid", "lag_ms", "record_lag_ms")  # (with_lag's: the L groups' choice, not event columns)
     rest = F.struct(*[c for c in ev.columns if c not in FACT and c not in lag])
     grouped = F.col("c.ctx").startswith(SERVER) | F.col("c.ctx").startswith(LAG)  # K and P rows need none of FIELDS
-    # (the content over the facts as the checks see them: the digests, value_hash where it is read)
+    # (the content over the facts as the checks see them: the digests, value_hash where it is read), on
+    # the key pass's records: a key's data events, and a partition's data events without a key (their
+    # copies are judged in the operator: Carry's P groups)
     content = F.when(F.col("kind") == "data", F.expr(CONTENT_HASH))
+    keyless = (F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("key_payload").isNull()
     return ev.select(
         F.explode(F.filter(ctxs, lambda c: c["ctx"].isNotNull())).alias("c"),
         *[derived.get(c, F.col(c)).alias(c) for c in FACT if c != CONTENT], *[v.alias("f_" + k) for k, v in fields.items()],
-        rest.alias(REST),
+        rest.alias(REST), keyless.alias("keyless"),
     ).select(
         F.col("c.ctx").alias("ctx"), *[c for c in FACT if c != CONTENT],
-        F.when(F.col("c.ctx").startswith(KEY), content).alias(CONTENT),
+        F.when(F.col("c.ctx").startswith(KEY) | (F.col("c.ctx").startswith(PARTITION) & F.col("keyless")), content)
+        .alias(CONTENT),
         *[F.when(grouped, F.col("c.order_ts") if c == "order_ts" else F.col("f_" + c)).alias(c) for c in FIELDS],
         F.when(~grouped, F.col(REST)).alias(REST),
     )
@@ -219,5 +225,5 @@ def decoded_rows(carried: DataFrame) -> DataFrame:
     return carried.select(
         *[c for c in FACT if c not in SYNTHETIC],
         *[special.get(f, rest[f]).alias(f) for f in fields],
-        "role",
+        FOUND_COLUMN, "role",
     )

@@ -14,7 +14,7 @@ def _says() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     current = ""
     for word in words:
-        if word in ("roles", "kinds", "skinds", "sep", "input", "output", "version"):
+        if word in ("roles", "kinds", "skinds", "sep", "input", "output", "version", "finding"):
             current = word
             out[current] = []
         else:
@@ -31,3 +31,4 @@ def test_the_operator_names_the_roles_kinds_and_columns_watch_reads():
     assert said["input"] == list(carry.FED)
     assert said["output"] == list(carry.OUTPUT)
     assert said["version"] == [str(carry.STATE_VERSION)]
+    assert said["finding"] == [carry.FOUND_TYPE]
