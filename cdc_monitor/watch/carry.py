@@ -191,7 +191,7 @@ def carry_input(stream: DataFrame, scan: ScanConfig, session: SessionCaps) -> Da
     # the key pass's records: a key's data events, and a partition's data events without a key (their
     # copies are judged in the operator: Carry's P groups)
     content = F.when(F.col("kind") == "data", F.expr(CONTENT_HASH))
-    keyless = (F.col("kind") == "data") & F.col("decode_error").isNull() & F.col("key_payload").isNull()
+    keyless = F.col("data_event") & F.col("key_payload").isNull()
     return ev.select(
         F.explode(F.filter(ctxs, lambda c: c["ctx"].isNotNull())).alias("c"),
         *[derived.get(c, F.col(c)).alias(c) for c in FACT if c != CONTENT], *[v.alias("f_" + k) for k, v in fields.items()],

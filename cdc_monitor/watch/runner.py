@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from cdc_monitor.runtime.failures import setup_problem
 from cdc_monitor.sinks.prometheus import MetricsServer, MetricsSnapshot
 from cdc_monitor.vocabulary import TxStatus
 from cdc_monitor.watch.batch import BatchOutcome, WatchSettings, decoded_stream, overdue, process_batch
@@ -196,8 +197,6 @@ class Watcher:
             if self.stopping.is_set():
                 break
             err = self.query.exception()
-            from cdc_monitor.runtime.failures import setup_problem
-
             if (problem := setup_problem(err)) is not None:  # the cluster cannot run it: every retry fails alike
                 self._shutdown()
                 raise problem
